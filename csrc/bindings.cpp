@@ -1,0 +1,210 @@
+// Python bindings of the core (module torch_green_contexts._C). The public classes live in
+// the Python shim; these are the pieces it is built from.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/device.h"
+#include "core/driver_info.h"
+#include "core/errors.h"
+#include "core/green_context.h"
+#include "core/sm_partition.h"
+#include "core/sm_probe.h"
+#include "core/split.h"
+#include "core/warnings.h"
+#include "torch/torch_bridge.h"
+
+namespace py = pybind11;
+using namespace tgc;
+
+namespace {
+
+// Drops the last reference to a green context with the GIL released: destroying a context
+// synchronises its streams, which can take as long as the work queued on them.
+template <typename T>
+std::shared_ptr<T> release_gil_on_destruction(std::shared_ptr<T> inner) {
+  T* raw = inner.get();
+  return std::shared_ptr<T>(raw, [inner = std::move(inner)](T*) mutable {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      inner.reset();
+    } else {
+      inner.reset();
+    }
+  });
+}
+
+std::shared_ptr<SmPartition> wrap_partition(SmPartition partition) {
+  return release_gil_on_destruction(std::make_shared<SmPartition>(std::move(partition)));
+}
+
+std::optional<WorkqueueConfig> workqueue_config(const std::optional<std::string>& scope,
+                                                const std::optional<unsigned>& limit) {
+  if (!scope) return std::nullopt;
+  WorkqueueConfig config;
+  if (*scope == "device_ctx") {
+    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
+  } else if (*scope == "balanced") {
+    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
+  } else {
+    throw ValueError("workqueue_scope must be \"device_ctx\" or \"balanced\", got \"" + *scope +
+                     "\"");
+  }
+  config.concurrency_limit = limit;
+  return config;
+}
+
+void route_warnings_to_python() {
+  set_warning_handler([](const std::string& message) {
+    if (!Py_IsInitialized()) throw std::runtime_error("interpreter gone");
+    py::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) != 0) PyErr_Clear();
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_green_contexts native core";
+
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const tgc::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const tgc::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  route_warnings_to_python();
+
+  py::class_<SmPartition, std::shared_ptr<SmPartition>>(m, "_SmPartition")
+      .def_static(
+          "from_device", [](int device) { return wrap_partition(SmPartition::from_device(device)); },
+          py::arg("device"))
+      .def_property_readonly("device", &SmPartition::device)
+      .def_property_readonly("sm_count", &SmPartition::sm_count)
+      .def_property_readonly("coscheduled_sm_count", &SmPartition::coscheduled_sm_count)
+      .def_property_readonly("min_partition_size", &SmPartition::min_partition_size)
+      .def_property_readonly("locality_domain_id", &SmPartition::locality_domain_id)
+      .def_property_readonly("splittable", &SmPartition::splittable)
+      .def(
+          "split",
+          [](const SmPartition& self, const std::vector<py::tuple>& groups, const std::string& path) {
+            std::vector<GroupRequest> requests;
+            requests.reserve(groups.size());
+            for (const py::tuple& g : groups) {
+              GroupRequest r;
+              r.sm_count = g[0].cast<unsigned>();
+              r.coscheduled_sm_count = g[1].cast<unsigned>();
+              r.preferred_coscheduled_sm_count = g[2].cast<unsigned>();
+              r.backfill = g[3].cast<bool>();
+              r.locality_domain_id = g[4].cast<std::optional<unsigned>>();
+              requests.push_back(r);
+            }
+            SplitPath which = path == "native"     ? SplitPath::kNative
+                              : path == "emulated" ? SplitPath::kEmulated
+                                                   : SplitPath::kAuto;
+            SplitResult result;
+            {
+              py::gil_scoped_release release;
+              result = split(self, requests, which);
+            }
+            std::vector<std::shared_ptr<SmPartition>> out;
+            for (SmPartition& group : result.groups) out.push_back(wrap_partition(std::move(group)));
+            std::shared_ptr<SmPartition> remainder;
+            if (result.remainder) remainder = wrap_partition(std::move(*result.remainder));
+            return py::make_tuple(out, remainder);
+          },
+          py::arg("groups"), py::arg("path") = "auto");
+
+  py::class_<GreenContext, std::shared_ptr<GreenContext>>(m, "_GreenContext")
+      .def_static(
+          "create",
+          [](int device, const SmPartition* sm, std::optional<std::string> scope,
+             std::optional<unsigned> limit) {
+            auto workqueue = workqueue_config(scope, limit);
+            std::shared_ptr<GreenContext> context;
+            {
+              py::gil_scoped_release release;
+              torch_bridge::ensure_primary_context(device);
+              context = GreenContext::create(device, sm, workqueue);
+            }
+            return release_gil_on_destruction(std::move(context));
+          },
+          py::arg("device"), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true))
+      .def_property_readonly("device", &GreenContext::device)
+      .def_property_readonly("sm_count", &GreenContext::sm_count)
+      .def_property_readonly("locality_domain_id", &GreenContext::locality_domain_id)
+      .def_property_readonly("handle",
+                             [](const GreenContext& c) { return reinterpret_cast<std::uintptr_t>(c.handle()); })
+      .def("sm_partition",
+           [](const std::shared_ptr<GreenContext>& self) {
+             return wrap_partition(GreenContext::sm_partition(self));
+           })
+      .def(
+          "create_stream",
+          [](GreenContext& self, int priority) {
+            tgc::abi::CUstream stream = self.create_stream(priority);
+            return torch_bridge::stream_triple(stream, self.device());
+          },
+          py::arg("priority") = 0)
+      .def_property_readonly("stream_count", &GreenContext::stream_count)
+      .def("push_current", &GreenContext::push_current)
+      .def("pop_current", &GreenContext::pop_current);
+
+  m.def(
+      "partition_with_at_least",
+      [](int device, unsigned min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
+      py::arg("device"), py::arg("min_sms"));
+  m.def("native_split_available", [] { return native_split_available_path() == SplitPath::kNative; });
+  m.def(
+      "launch_sm_probe",
+      [](std::uintptr_t stream, std::uintptr_t sm_ids, unsigned blocks, unsigned threads,
+         unsigned long long spin_ns) {
+        launch_sm_probe(reinterpret_cast<tgc::abi::CUstream>(stream), static_cast<tgc::abi::CUdeviceptr>(sm_ids),
+                        blocks, threads, spin_ns);
+      },
+      py::arg("stream"), py::arg("sm_ids"), py::arg("blocks"), py::arg("threads"), py::arg("spin_ns"));
+  m.def("driver_version", &loaded_driver_version,
+        "The CUDA driver's version (e.g. 13000). RuntimeError if no driver can be used.");
+  m.def("installed_driver_version", &installed_driver_version,
+        "The installed driver's version without initialising CUDA; 0 if none is installed.");
+  m.def("driver_library", &loaded_driver_library);
+  m.def("format_driver_version", &format_driver_version);
+  m.def("device_count", &device_count);
+  m.def("device_sm_count", &device_sm_count, py::arg("device"));
+  m.def("compute_capability", [](int device) {
+    ComputeCapability cc = device_compute_capability(device);
+    return py::make_tuple(cc.major, cc.minor);
+  });
+  m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
+  m.def("current_device", &torch_bridge::current_device);
+  m.def("live_counts", [] {
+    LiveCounts counts = live_counts();
+    py::dict result;
+    result["contexts"] = counts.contexts;
+    result["internal_contexts"] = counts.internal_contexts;
+    result["streams"] = counts.streams;
+    return result;
+  });
+  m.def("entry_points", [] {
+    py::dict result;
+    for (const EntryPointStatus& entry : entry_point_status()) {
+      result[py::str(entry.name)] = py::make_tuple(entry.present, entry.since);
+    }
+    return result;
+  });
+
+  py::module_ versions = m.def_submodule("feature_version");
+  versions.attr("green_contexts") = feature_version::kGreenContexts;
+  versions.attr("green_context_streams") = feature_version::kGreenContextStreams;
+  versions.attr("native_split") = feature_version::kNativeSplit;
+  versions.attr("workqueues") = feature_version::kWorkqueues;
+  versions.attr("locality_domains") = feature_version::kLocalityDomains;
+  m.attr("DRIVER_LIBRARY_ENV") = driver_library_env();
+}

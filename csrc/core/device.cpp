@@ -1,0 +1,65 @@
+#include "device.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "driver_api.h"
+
+namespace tgc {
+
+int device_count() {
+  const DriverApi& api = driver();
+  int count = 0;
+  api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  return count;
+}
+
+abi::CUdevice device_handle(int ordinal) {
+  const DriverApi& api = driver();
+  int count = device_count();
+  if (ordinal < 0 || ordinal >= count) {
+    throw std::runtime_error(
+        "device_id " + std::to_string(ordinal) + " is out of range: " +
+        (count == 0 ? std::string("no CUDA device is visible")
+                    : "this machine has " + std::to_string(count) + " CUDA device" +
+                          (count == 1 ? "" : "s") + " (valid device_id: 0.." +
+                          std::to_string(count - 1) + ")"));
+  }
+  abi::CUdevice device = 0;
+  api.check(api.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  return device;
+}
+
+namespace {
+int attribute(int ordinal, int which) {
+  const DriverApi& api = driver();
+  int value = 0;
+  api.check(api.cuDeviceGetAttribute(&value, which, device_handle(ordinal)),
+            "cuDeviceGetAttribute");
+  return value;
+}
+}  // namespace
+
+int device_sm_count(int ordinal) {
+  return attribute(ordinal, abi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+}
+
+ComputeCapability device_compute_capability(int ordinal) {
+  return {attribute(ordinal, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+          attribute(ordinal, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)};
+}
+
+unsigned default_coscheduling_alignment(int ordinal) {
+  return device_compute_capability(ordinal).major >= 9 ? 8u : 2u;
+}
+
+bool primary_context_active(int ordinal) {
+  const DriverApi& api = driver();
+  unsigned flags = 0;
+  int active = 0;
+  api.check(api.cuDevicePrimaryCtxGetState(device_handle(ordinal), &flags, &active),
+            "cuDevicePrimaryCtxGetState");
+  return active != 0;
+}
+
+}  // namespace tgc

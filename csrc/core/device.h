@@ -1,0 +1,32 @@
+// Device queries: ordinals, SM counts, compute capability, the whole-device SM resource.
+#pragma once
+
+#include "cuda_abi.h"
+
+namespace tgc {
+
+// Number of CUDA devices the driver sees.
+int device_count();
+
+// The driver handle of device `ordinal`; RuntimeError naming the valid range if it is out of
+// range.
+abi::CUdevice device_handle(int ordinal);
+
+// Multiprocessor count of device `ordinal`.
+int device_sm_count(int ordinal);
+
+struct ComputeCapability {
+  int major = 0;
+  int minor = 0;
+};
+ComputeCapability device_compute_capability(int ordinal);
+
+// The co-scheduling alignment the driver applies by default on this architecture
+// (8 on compute capability 9.0+, 2 before), for drivers older than 13.0, which do not
+// report it in the resource.
+unsigned default_coscheduling_alignment(int ordinal);
+
+// Whether the device's primary context is active (initialised by someone, e.g. PyTorch).
+bool primary_context_active(int ordinal);
+
+}  // namespace tgc

@@ -1,0 +1,108 @@
+// The one table of CUDA driver entry points the package uses.
+//
+// libcuda is opened at run time (dlopen), never linked. cuInit, cuDriverGetVersion and
+// cuGetProcAddress_v2 come from dlsym; every other entry point is resolved once through
+// cuGetProcAddress at a pinned ABI version, so a newer driver never hands back a newer ABI.
+// Entry points the installed driver lacks stay null; code that needs one calls require(),
+// which names the feature, the driver version it needs and the version found.
+#pragma once
+
+#include <string>
+
+#include "cuda_abi.h"
+#include "driver_info.h"
+
+namespace tgc {
+
+// X(name, since, pin, return type, parameter list)
+//   since: first driver version that has the entry point;
+//   pin:   the ABI version our declaration in cuda_abi.h describes (asked of
+//          cuGetProcAddress, capped at the installed driver's version).
+#define TGC_DRIVER_ENTRY_POINTS(X)                                                               \
+  X(cuGetErrorName, 12000, 12000, abi::CUresult, (abi::CUresult, const char**))                  \
+  X(cuGetErrorString, 12000, 12000, abi::CUresult, (abi::CUresult, const char**))                \
+  X(cuDeviceGet, 12000, 12000, abi::CUresult, (abi::CUdevice*, int))                             \
+  X(cuDeviceGetCount, 12000, 12000, abi::CUresult, (int*))                                       \
+  X(cuDeviceGetAttribute, 12000, 12000, abi::CUresult, (int*, int, abi::CUdevice))               \
+  X(cuDevicePrimaryCtxGetState, 12000, 12000, abi::CUresult, (abi::CUdevice, unsigned*, int*))   \
+  X(cuCtxGetCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext*))                             \
+  X(cuCtxPushCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext))                             \
+  X(cuCtxPopCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext*))                             \
+  X(cuStreamCreateWithPriority, 12000, 12000, abi::CUresult, (abi::CUstream*, unsigned, int))    \
+  X(cuStreamSynchronize, 12000, 12000, abi::CUresult, (abi::CUstream))                           \
+  X(cuStreamDestroy, 12000, 12000, abi::CUresult, (abi::CUstream))                               \
+  X(cuStreamGetCtx, 12000, 12000, abi::CUresult, (abi::CUstream, abi::CUcontext*))               \
+  X(cuLibraryLoadData, 12000, 12000, abi::CUresult,                                              \
+    (abi::CUlibrary*, const void*, int*, void**, unsigned, int*, void**, unsigned))              \
+  X(cuLibraryUnload, 12000, 12000, abi::CUresult, (abi::CUlibrary))                              \
+  X(cuLibraryGetKernel, 12000, 12000, abi::CUresult,                                             \
+    (abi::CUkernel*, abi::CUlibrary, const char*))                                               \
+  X(cuKernelGetFunction, 12000, 12000, abi::CUresult, (abi::CUfunction*, abi::CUkernel))         \
+  X(cuLaunchKernel, 12000, 12000, abi::CUresult,                                                 \
+    (abi::CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
+     abi::CUstream, void**, void**))                                                             \
+  X(cuDeviceGetDevResource, 12040, 13040, abi::CUresult,                                         \
+    (abi::CUdevice, abi::CUdevResource*, abi::CUdevResourceType))                                \
+  X(cuGreenCtxGetDevResource, 12040, 13040, abi::CUresult,                                       \
+    (abi::CUgreenCtx, abi::CUdevResource*, abi::CUdevResourceType))                              \
+  X(cuDevSmResourceSplitByCount, 12040, 13040, abi::CUresult,                                    \
+    (abi::CUdevResource*, unsigned*, const abi::CUdevResource*, abi::CUdevResource*, unsigned,   \
+     unsigned))                                                                                  \
+  X(cuDevResourceGenerateDesc, 12040, 13040, abi::CUresult,                                      \
+    (abi::CUdevResourceDesc*, abi::CUdevResource*, unsigned))                                    \
+  X(cuGreenCtxCreate, 12040, 12040, abi::CUresult,                                               \
+    (abi::CUgreenCtx*, abi::CUdevResourceDesc, abi::CUdevice, unsigned))                         \
+  X(cuGreenCtxDestroy, 12040, 12040, abi::CUresult, (abi::CUgreenCtx))                           \
+  X(cuCtxFromGreenCtx, 12040, 12040, abi::CUresult, (abi::CUcontext*, abi::CUgreenCtx))          \
+  X(cuGreenCtxStreamCreate, 12050, 12050, abi::CUresult,                                         \
+    (abi::CUstream*, abi::CUgreenCtx, unsigned, int))                                            \
+  X(cuDevSmResourceSplit, 13010, 13040, abi::CUresult,                                           \
+    (abi::CUdevResource*, unsigned, const abi::CUdevResource*, abi::CUdevResource*, unsigned,    \
+     abi::CU_DEV_SM_RESOURCE_GROUP_PARAMS*))
+
+class DriverApi {
+ public:
+#define TGC_DECLARE_MEMBER(name, since, pin, ret, params) ret(*name) params = nullptr;
+  TGC_DRIVER_ENTRY_POINTS(TGC_DECLARE_MEMBER)
+#undef TGC_DECLARE_MEMBER
+
+  // The installed driver's version (cuDriverGetVersion), e.g. 13000.
+  int version() const noexcept { return version_; }
+  // The path of the library that was loaded.
+  const std::string& library() const noexcept { return library_; }
+
+  // Throws DriverError naming `call` unless `result` is CUDA_SUCCESS.
+  void check(abi::CUresult result, const char* call) const;
+  // The CUresult's name and text, as the driver spells them.
+  std::string error_name(abi::CUresult result) const;
+  std::string error_text(abi::CUresult result) const;
+
+  // Throws FeatureUnavailableError unless the driver is at least `needed_version`.
+  void require_version(const char* feature, int needed_version) const;
+  // Throws FeatureUnavailableError unless `entry_point` was resolved.
+  template <typename Fn>
+  Fn require(Fn entry_point, const char* feature, int needed_version) const {
+    if (entry_point == nullptr || version_ < needed_version) {
+      require_version(feature, needed_version);
+      throw_missing_entry_point(feature, needed_version);
+    }
+    return entry_point;
+  }
+
+  // The table of the process, loaded on first use. Throws RuntimeError if no usable driver
+  // can be loaded or cuInit fails (no GPU); the same error is thrown on every later call.
+  static const DriverApi& get();
+
+ private:
+  DriverApi() = default;
+  void load();
+  [[noreturn]] void throw_missing_entry_point(const char* feature, int needed_version) const;
+
+  int version_ = 0;
+  std::string library_;
+};
+
+// Shorthand for DriverApi::get().
+inline const DriverApi& driver() { return DriverApi::get(); }
+
+}  // namespace tgc

@@ -1,0 +1,30 @@
+#include "errors.h"
+
+namespace tgc {
+
+namespace {
+std::string driver_error_message(const std::string& call, abi::CUresult code,
+                                 const std::string& name, const std::string& text) {
+  return call + " failed: " + name + " (" + std::to_string(code) + "): " + text;
+}
+
+std::string feature_message(const std::string& feature, int needed, int found) {
+  return feature + " needs CUDA driver " + format_driver_version(needed) +
+         " or newer; the installed driver is " + format_driver_version(found);
+}
+}  // namespace
+
+DriverError::DriverError(const std::string& call, abi::CUresult code, const std::string& name,
+                         const std::string& text)
+    : std::runtime_error(driver_error_message(call, code, name, text)), call_(call), code_(code) {}
+
+FeatureUnavailableError::FeatureUnavailableError(const std::string& feature, int needed_version,
+                                                 int found_version)
+    : std::runtime_error(feature_message(feature, needed_version, found_version)) {}
+
+std::string format_driver_version(int version) {
+  if (version <= 0) return "unknown";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace tgc

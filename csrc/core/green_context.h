@@ -1,0 +1,101 @@
+// GreenContext: owns one CUDA green context and the streams made from it.
+//
+// Lifetime: a GreenContext is always held by shared_ptr. Everything that depends on it (its
+// streams' Python objects, the SmPartition it hands out, partitions split from that) holds a
+// reference, so the context outlives all of them. When the last reference goes, the
+// destructor synchronises and destroys its streams, then destroys the green context.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "cuda_abi.h"
+#include "sm_partition.h"
+
+namespace tgc {
+
+struct WorkqueueConfig {
+  abi::CUdevWorkqueueConfigScope scope = abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
+  std::optional<unsigned> concurrency_limit;  // nullopt: the device's default
+};
+
+// Counts of what the core holds right now, for leak checks.
+struct LiveCounts {
+  std::size_t contexts = 0;           // green contexts made for users
+  std::size_t internal_contexts = 0;  // made by emulated splits
+  std::size_t streams = 0;
+};
+LiveCounts live_counts();
+
+// A move-only owner of one stream: synchronises and destroys it on destruction.
+class OwnedStream {
+ public:
+  explicit OwnedStream(abi::CUstream stream) noexcept : stream_(stream) {}
+  OwnedStream(OwnedStream&& other) noexcept;
+  OwnedStream& operator=(OwnedStream&& other) noexcept;
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream();
+  abi::CUstream get() const noexcept { return stream_; }
+
+ private:
+  void reset() noexcept;
+  abi::CUstream stream_ = nullptr;
+};
+
+class GreenContext {
+ public:
+  enum class Kind { kUser, kInternal };
+
+  // Makes a green context on `device` from `sm` (the whole device when null) and, when given,
+  // a workqueue configuration (driver 13.1+).
+  static std::shared_ptr<GreenContext> create(int device, const SmPartition* sm,
+                                              const std::optional<WorkqueueConfig>& workqueue,
+                                              Kind kind = Kind::kUser);
+
+  GreenContext(const GreenContext&) = delete;
+  GreenContext& operator=(const GreenContext&) = delete;
+  GreenContext(GreenContext&&) = delete;
+  GreenContext& operator=(GreenContext&&) = delete;
+  ~GreenContext();
+
+  int device() const noexcept { return device_; }
+  abi::CUgreenCtx handle() const noexcept { return green_ctx_; }
+  abi::CUcontext context() const noexcept { return context_; }
+  unsigned sm_count() const noexcept { return resource_.sm.smCount; }
+  // The context's actual SM resource, splittable; it keeps `self` alive.
+  static SmPartition sm_partition(const std::shared_ptr<GreenContext>& self);
+  std::optional<unsigned> locality_domain_id() const;
+
+  // A new non-blocking stream of this context, owned by the context.
+  abi::CUstream create_stream(int priority);
+  std::size_t stream_count() const;
+
+  // Pushes this context onto the calling thread's context stack / pops it again. pop checks
+  // that this context is the one on top.
+  void push_current() const;
+  void pop_current() const;
+
+  // The device's default workqueue concurrency limit (13.1+).
+  static unsigned max_workqueue_concurrency(int device);
+
+ private:
+  GreenContext(int device, abi::CUgreenCtx green_ctx, abi::CUcontext context,
+               const abi::CUdevResource& resource, Kind kind,
+               std::shared_ptr<const void> keep_alive) noexcept;
+
+  int device_;
+  abi::CUgreenCtx green_ctx_;
+  abi::CUcontext context_;
+  abi::CUdevResource resource_;  // queried once at creation; a context's SMs never change
+  unsigned fallback_alignment_;
+  Kind kind_;
+  std::shared_ptr<const void> keep_alive_;  // what the source partition depended on
+  mutable std::mutex streams_mutex_;
+  std::vector<OwnedStream> streams_;
+};
+
+}  // namespace tgc

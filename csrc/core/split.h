@@ -1,0 +1,59 @@
+// Splitting SM resources. Splitting is separate from creating: a split returns partitions
+// (descriptions of SMs); making a GreenContext from one is a separate step.
+//
+// Two paths with one contract:
+//  - native (driver 13.1+): one cuDevSmResourceSplit call with the group parameters as given;
+//  - emulated (driver 12.4 to 13.0): cuDevSmResourceSplitByCount, group by group (equal
+//    consecutive groups in one call), re-splitting each remainder through an internal green
+//    context because the driver refuses to split raw split outputs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sm_partition.h"
+
+namespace tgc {
+
+struct GroupRequest {
+  unsigned sm_count = 0;  // 0: discovery
+  unsigned coscheduled_sm_count = 0;
+  unsigned preferred_coscheduled_sm_count = 0;
+  bool backfill = false;
+  std::optional<unsigned> locality_domain_id;
+};
+
+struct SplitResult {
+  std::vector<SmPartition> groups;
+  std::optional<SmPartition> remainder;  // nullopt when no SMs are left
+};
+
+enum class SplitPath { kAuto, kNative, kEmulated };
+
+// Splits `input` into groups as `requests` ask, in order. ValueError for requests that break
+// the documented rules or that the hardware cannot give exactly (naming the nearest counts it
+// can give on the emulated path); DriverError when the driver refuses.
+SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
+                  SplitPath path = SplitPath::kAuto);
+
+// The path `kAuto` takes with the installed driver.
+SplitPath native_split_available_path();
+
+// Checks that need no driver: a non-empty request list, discovery-with-backfill last, counts
+// within the input, an input the driver accepts for splitting.
+void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm_count,
+                    bool input_splittable);
+
+// cuDevSmResourceSplitByCount flags that emulate `request` on a device whose co-scheduling
+// alignment is `alignment`; ValueError for co-scheduled counts the old call cannot express.
+unsigned emulated_split_flags(const GroupRequest& request, unsigned alignment, int driver_version);
+
+// Granularity of counts under `flags`.
+unsigned emulated_granularity(unsigned flags, unsigned alignment);
+
+// The smallest partition of device `ordinal` with at least `min_sms` SMs at the default
+// co-scheduling alignment (the whole device if no aligned group that large exists).
+SmPartition partition_with_at_least(int ordinal, unsigned min_sms);
+
+}  // namespace tgc

@@ -1,0 +1,32 @@
+// The thin layer between the driver-facing core and PyTorch: devices as PyTorch sees them,
+// the primary context initialised through PyTorch, raw streams as c10::cuda::CUDAStream.
+#pragma once
+
+#include <cstdint>
+#include <tuple>
+
+#include <c10/cuda/CUDAStream.h>
+
+#include "../core/cuda_abi.h"
+
+namespace tgc::torch_bridge {
+
+// PyTorch's current CUDA device.
+int current_device();
+
+// Makes sure device `ordinal`'s primary context exists, initialising it through PyTorch if
+// nobody has yet, so that green contexts share it with PyTorch's allocations and kernels.
+void ensure_primary_context(int ordinal);
+
+// A raw stream of device `ordinal` as PyTorch's stream.
+c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal);
+
+// (stream_id, device_index, device_type): what torch.cuda.Stream needs to wrap the stream.
+std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream stream,
+                                                                   int ordinal);
+
+// The raw handle behind a torch.cuda.Stream's (stream_id, device_index, device_type).
+abi::CUstream raw_stream(std::int64_t stream_id, std::int64_t device_index,
+                         std::int64_t device_type);
+
+}  // namespace tgc::torch_bridge

@@ -1,0 +1,62 @@
+"""Build of torch_green_contexts: one C++ extension against the installed PyTorch.
+
+Needs PyTorch and the CUDA runtime headers (a CUDA toolkit, or the nvidia-cuda-runtime wheel
+that PyTorch's CUDA builds install); needs neither nvcc nor a GPU, and never links libcuda.
+Build with `pip install --no-build-isolation -e .` so that it compiles against the torch
+you run.
+"""
+
+import glob
+import os
+import sys
+
+from setuptools import setup
+
+try:
+    import torch
+    from torch.utils import cpp_extension
+except ImportError:  # pragma: no cover - only without torch
+    sys.exit(
+        "torch_green_contexts builds against the installed PyTorch: install torch first, "
+        "then run `pip install --no-build-isolation -e .`"
+    )
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cuda_include_dirs():
+    """Directories holding cuda_runtime_api.h (c10/cuda's headers include it)."""
+    candidates = []
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            candidates.append(os.path.join(os.environ[env], "include"))
+    if cpp_extension.CUDA_HOME:
+        candidates.append(os.path.join(cpp_extension.CUDA_HOME, "include"))
+    for site in sys.path:
+        candidates.extend(sorted(glob.glob(os.path.join(site, "nvidia", "*", "include"))))
+    candidates.append("/usr/local/cuda/include")
+    for path in candidates:
+        if os.path.isfile(os.path.join(path, "cuda_runtime_api.h")):
+            return [path]
+    sys.exit(
+        "torch_green_contexts: no CUDA runtime headers (cuda_runtime_api.h) found; install a "
+        "CUDA toolkit or set CUDA_HOME"
+    )
+
+
+CORE_SOURCES = sorted(glob.glob(os.path.join("csrc", "core", "*.cpp")))
+SOURCES = CORE_SOURCES + ["csrc/torch/torch_bridge.cpp", "csrc/bindings.cpp"]
+
+extension = cpp_extension.CppExtension(
+    name="torch_green_contexts._C",
+    sources=SOURCES,
+    include_dirs=[os.path.join(HERE, "csrc")] + cuda_include_dirs(),
+    libraries=["c10_cuda", "dl"],
+    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
+)
+
+setup(
+    ext_modules=[extension],
+    cmdclass={"build_ext": cpp_extension.BuildExtension},
+)

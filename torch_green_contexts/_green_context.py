@@ -1,0 +1,210 @@
+"""GreenContext: a CUDA green context limited to a partition of the GPU's SMs."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Sequence
+
+import torch
+
+from ._device import resolve_device
+from ._native import _C
+from ._sm_partition import SMPartition
+from ._stream import GreenContextStream
+from ._validation import as_count, as_device_id, check_workqueue
+
+_DEPRECATION = (
+    "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
+    "work on it with `with torch.cuda.stream(stream):` instead"
+)
+
+
+class GreenContext:
+    """A CUDA green context: work on its streams runs only on its SMs.
+
+    Give exactly one of ``num_sms`` (at least that many SMs; ``sm_count`` says how many were
+    granted) or ``sm_partition`` (from :meth:`SMPartition.split` for disjoint partitions),
+    or only a ``workqueue_scope``. Run work on it through :meth:`Stream`::
+
+        ctx = GreenContext(num_sms=16)
+        stream = ctx.Stream()
+        with torch.cuda.stream(stream):
+            y = model(x)  # runs on ctx's SMs
+
+    Green-context streams are custom streams: order them against other streams with CUDA
+    events, as for any stream. Separately created contexts may share SMs; contexts from one
+    :meth:`split` never do.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_sms: int | None = None,
+        sm_partition: SMPartition | None = None,
+        workqueue_scope: str | None = None,
+        workqueue_concurrency_limit: int | None = None,
+        device_id: int | None = None,
+    ) -> None:
+        if num_sms is None and sm_partition is None and workqueue_scope is None:
+            raise RuntimeError(
+                "GreenContext needs at least one of num_sms, sm_partition or workqueue_scope"
+            )
+        if num_sms is not None and sm_partition is not None:
+            raise ValueError("num_sms and sm_partition are mutually exclusive: give one of them")
+        count = None if num_sms is None else as_count("num_sms", num_sms)
+        if sm_partition is not None and not isinstance(sm_partition, SMPartition):
+            raise TypeError(
+                f"sm_partition must be an SMPartition, got {type(sm_partition).__name__}"
+            )
+        scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
+        requested_device = as_device_id(device_id)
+
+        partition = None
+        if sm_partition is not None:
+            if requested_device is not None and requested_device != sm_partition.device_id:
+                raise ValueError(
+                    f"device_id={requested_device} disagrees with the sm_partition's device "
+                    f"({sm_partition.device_id}); omit device_id or pass "
+                    f"device_id={sm_partition.device_id}"
+                )
+            device = sm_partition.device_id
+            partition = sm_partition._native
+        else:
+            device = resolve_device(requested_device)
+        if count is not None:
+            total = _C.device_sm_count(device)
+            if not 1 <= count <= total:
+                raise RuntimeError(
+                    f"num_sms must be between 1 and {total} (the SM count of device {device}), "
+                    f"got {count}"
+                )
+            partition = _C.partition_with_at_least(device, count)
+        self._native = _C._GreenContext.create(device, partition, scope, limit)
+        self._previous_stream: torch.cuda.Stream | None = None
+        self._current_stream: GreenContextStream | None = None
+
+    @staticmethod
+    def create(
+        *,
+        num_sms: int | None = None,
+        sm_partition: SMPartition | None = None,
+        workqueue_scope: str | None = None,
+        workqueue_concurrency_limit: int | None = None,
+        device_id: int | None = None,
+    ) -> GreenContext:
+        """Create a green context; the same as calling ``GreenContext(...)``."""
+        return GreenContext(
+            num_sms=num_sms,
+            sm_partition=sm_partition,
+            workqueue_scope=workqueue_scope,
+            workqueue_concurrency_limit=workqueue_concurrency_limit,
+            device_id=device_id,
+        )
+
+    @staticmethod
+    def split(
+        *,
+        num_sms: int | Sequence[int] = 0,
+        coscheduled_sm_count: int | Sequence[int] = 0,
+        preferred_coscheduled_sm_count: int | Sequence[int] = 0,
+        backfill: bool | Sequence[bool] = False,
+        locality_domain_ids: int | None | Sequence[int | None] = None,
+        workqueue_scope: str | None = None,
+        workqueue_concurrency_limit: int | None = None,
+        device_id: int | None = None,
+    ) -> tuple[GreenContext, ...]:
+        """Create contexts on disjoint SM partitions of a whole device.
+
+        Partition options are those of :meth:`SMPartition.split`; the workqueue options apply
+        to every context. SMs left unassigned stay unused (split an
+        :meth:`SMPartition.from_device` yourself to keep the remainder)::
+
+            latency, batch = GreenContext.split(num_sms=(16, 0), backfill=(False, True))
+        """
+        scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
+        device = resolve_device(device_id)
+        if scope is not None:
+            _C.max_workqueue_concurrency(device)  # raises if the driver lacks workqueues
+        groups, _ = SMPartition.from_device(device).split(
+            num_sms=num_sms,
+            coscheduled_sm_count=coscheduled_sm_count,
+            preferred_coscheduled_sm_count=preferred_coscheduled_sm_count,
+            backfill=backfill,
+            locality_domain_ids=locality_domain_ids,
+        )
+        return tuple(
+            GreenContext(sm_partition=group, workqueue_scope=scope, workqueue_concurrency_limit=limit)
+            for group in groups
+        )
+
+    @staticmethod
+    def max_workqueue_concurrency(device_id: int | None = None) -> int:
+        """The device's default limit of concurrent stream-ordered workloads (driver 13.1+)."""
+        return _C.max_workqueue_concurrency(resolve_device(device_id))
+
+    def Stream(self) -> torch.cuda.Stream:
+        """A new stream of this green context, as a ``torch.cuda.Stream``.
+
+        Run work on it with ``torch.cuda.stream(stream)``; order it against other streams with
+        events. The stream keeps this context alive.
+        """
+        return GreenContextStream(self._native)
+
+    @property
+    def device_id(self) -> int:
+        """The device index of this green context."""
+        return self._native.device
+
+    @property
+    def sm_count(self) -> int:
+        """The number of SMs this context actually has."""
+        return self._native.sm_count
+
+    @property
+    def sm_partition(self) -> SMPartition:
+        """This context's SMs as an SMPartition, which can be split; it keeps the context alive."""
+        return SMPartition._wrap(self._native.sm_partition(), parent=self)
+
+    @property
+    def locality_domain_id(self) -> int | None:
+        """The locality domain CUDA reports for this context, or None (driver 13.4+)."""
+        return self._native.locality_domain_id
+
+    def set_context(self) -> None:
+        """Make this green context current and PyTorch's current stream one of its streams.
+
+        Deprecated: use :meth:`Stream` with ``torch.cuda.stream()``. The switch is ordered
+        after the work already queued on the previous current stream.
+        """
+        warnings.warn(_DEPRECATION.format(name="set_context"), FutureWarning, stacklevel=2)
+        if self._previous_stream is not None:
+            raise RuntimeError(
+                "set_context() was already called on this green context; call pop_context() first"
+            )
+        previous = torch.cuda.current_stream(self.device_id)
+        if self._current_stream is None:
+            self._current_stream = GreenContextStream(self._native)
+        stream = self._current_stream
+        stream.wait_stream(previous)
+        self._native.push_current()
+        torch.cuda.set_stream(stream)
+        self._previous_stream = previous
+
+    def pop_context(self) -> None:
+        """Undo :meth:`set_context`: restore the previous context and stream.
+
+        Deprecated: use :meth:`Stream` with ``torch.cuda.stream()``. Work queued afterwards on
+        the restored stream is ordered after the work queued on this context's stream.
+        """
+        warnings.warn(_DEPRECATION.format(name="pop_context"), FutureWarning, stacklevel=2)
+        previous = self._previous_stream
+        if previous is None:
+            raise RuntimeError("pop_context() without a matching set_context() on this green context")
+        assert self._current_stream is not None
+        self._native.pop_current()
+        previous.wait_stream(self._current_stream)
+        torch.cuda.set_stream(previous)
+        self._previous_stream = None
+
+    def __repr__(self) -> str:
+        return f"GreenContext(device_id={self.device_id}, sm_count={self.sm_count})"

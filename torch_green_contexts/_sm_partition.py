@@ -1,0 +1,99 @@
+"""SMPartition: a set of SMs chosen by CUDA, plus its device."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from ._device import resolve_device
+from ._native import _C
+from ._validation import split_groups
+
+# Testing hook: force the split path ("native" or "emulated"); "auto" picks by driver version.
+_SPLIT_PATH_ENV = "TORCH_GREEN_CONTEXTS_SPLIT_PATH"
+
+
+class SMPartition:
+    """A set of streaming multiprocessors (SMs) of one device, as CUDA describes it.
+
+    A partition describes SMs and reserves nothing: two contexts made from one partition
+    share its SMs. Get one from :meth:`from_device`, :attr:`GreenContext.sm_partition` or
+    :meth:`split`; pass it to ``GreenContext(sm_partition=...)``.
+    """
+
+    __slots__ = ("_native", "_parent", "__weakref__")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(
+            "SMPartition objects are not made directly: use SMPartition.from_device(), "
+            "GreenContext.sm_partition or SMPartition.split()"
+        )
+
+    @classmethod
+    def _wrap(cls, native: object, parent: object = None) -> "SMPartition":
+        self = object.__new__(cls)
+        self._native = native
+        self._parent = parent
+        return self
+
+    @classmethod
+    def from_device(cls, device_id: int | None = None) -> SMPartition:
+        """All SMs of a device (``None``: PyTorch's current device)."""
+        device = resolve_device(device_id)
+        return cls._wrap(_C._SmPartition.from_device(device))
+
+    @property
+    def device_id(self) -> int:
+        """The device index this partition belongs to."""
+        return self._native.device
+
+    @property
+    def sm_count(self) -> int:
+        """The number of SMs in this partition."""
+        return self._native.sm_count
+
+    @property
+    def coscheduled_sm_count(self) -> int:
+        """The co-scheduling alignment CUDA reports for this partition's SMs."""
+        return self._native.coscheduled_sm_count
+
+    @property
+    def locality_domain_id(self) -> int | None:
+        """The locality domain of these SMs, or None when unspecified (CUDA driver 13.4+)."""
+        return self._native.locality_domain_id
+
+    def split(
+        self,
+        *,
+        num_sms: int | Sequence[int] = 0,
+        coscheduled_sm_count: int | Sequence[int] = 0,
+        preferred_coscheduled_sm_count: int | Sequence[int] = 0,
+        backfill: bool | Sequence[bool] = False,
+        locality_domain_ids: int | None | Sequence[int | None] = None,
+    ) -> tuple[tuple[SMPartition, ...], SMPartition | None]:
+        """Split this partition into disjoint groups of SMs.
+
+        Each option is a scalar or a sequence; sequences share one length and scalars
+        broadcast to it. ``num_sms=0`` asks for the largest group that fits ("discovery");
+        with ``backfill=True`` it takes every remaining SM and must be the last group.
+        Counts are never rounded: a count the hardware cannot give is a ValueError.
+
+        Returns ``(groups, remainder)``; ``remainder`` is None when no SM is left. Groups and
+        remainder are disjoint. A returned partition cannot be split again directly: make a
+        GreenContext from it and split that context's ``sm_partition``.
+        """
+        groups = split_groups(
+            num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
+            locality_domain_ids,
+        )
+        path = os.environ.get(_SPLIT_PATH_ENV, "auto")
+        native_groups, native_remainder = self._native.split(groups, path)
+        parts = tuple(SMPartition._wrap(g, parent=self) for g in native_groups)
+        remainder = None if native_remainder is None else SMPartition._wrap(native_remainder, parent=self)
+        return parts, remainder
+
+    def __repr__(self) -> str:
+        return (
+            f"SMPartition(device_id={self.device_id}, sm_count={self.sm_count}, "
+            f"coscheduled_sm_count={self.coscheduled_sm_count})"
+        )

@@ -1,0 +1,122 @@
+"""Argument checks that read best in Python; each error names the argument and what is allowed."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+WORKQUEUE_SCOPES = ("device_ctx", "balanced")
+
+
+def as_count(name: str, value: Any) -> int:
+    """An int (bool excluded); TypeError otherwise."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool ({value!r})")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
+
+
+def as_device_id(value: Any) -> int | None:
+    """None or a non-negative int; range against the machine is checked by the driver layer."""
+    if value is None:
+        return None
+    device = as_count("device_id", value)
+    if device < 0:
+        raise RuntimeError(f"device_id must be a CUDA device index (0 or more), got {device}")
+    return device
+
+
+def check_workqueue(scope: Any, limit: Any) -> tuple[str | None, int | None]:
+    if scope is not None and (not isinstance(scope, str) or scope not in WORKQUEUE_SCOPES):
+        raise ValueError(
+            f"workqueue_scope must be one of {', '.join(repr(s) for s in WORKQUEUE_SCOPES)} "
+            f"or None, got {scope!r}"
+        )
+    if limit is None:
+        return scope, None
+    if scope is None:
+        raise RuntimeError("workqueue_concurrency_limit needs workqueue_scope to be set")
+    count = as_count("workqueue_concurrency_limit", limit)
+    if count < 1:
+        raise ValueError(f"workqueue_concurrency_limit must be 1 or more, got {count}")
+    return scope, count
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _split_count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not _is_int(value):
+        raise ValueError(f"{name} entries must be non-negative ints, got {value!r}")
+    value = operator.index(value)
+    if value < 0:
+        raise ValueError(f"{name} entries must be non-negative ints, got {value}")
+    if value > 0xFFFFFFFF:
+        raise ValueError(f"{name} entries must fit in 32 bits, got {value}")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _backfill(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"backfill entries must be bools, got {value!r}")
+    return value
+
+
+def _locality(value: Any) -> int | None:
+    if value is None:
+        return None
+    return _split_count("locality_domain_ids", value)
+
+
+def split_groups(
+    num_sms: Any,
+    coscheduled_sm_count: Any,
+    preferred_coscheduled_sm_count: Any,
+    backfill: Any,
+    locality_domain_ids: Any,
+) -> list[tuple[int, int, int, bool, int | None]]:
+    """Broadcasts the split options to one tuple per group and checks every entry.
+
+    Each option is a scalar or a sequence; all sequences must share one nonzero length and
+    scalars broadcast to it; all scalars make one group.
+    """
+    options = {
+        "num_sms": (num_sms, _split_count),
+        "coscheduled_sm_count": (coscheduled_sm_count, _split_count),
+        "preferred_coscheduled_sm_count": (preferred_coscheduled_sm_count, _split_count),
+        "backfill": (backfill, lambda _name, v: _backfill(v)),
+        "locality_domain_ids": (locality_domain_ids, lambda _name, v: _locality(v)),
+    }
+    lengths = {}
+    for name, (value, _) in options.items():
+        if _is_sequence(value):
+            if len(value) == 0:
+                raise ValueError(f"{name} is an empty sequence; give a scalar or at least one entry")
+            lengths[name] = len(value)
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise ValueError(f"split options given as sequences must have the same length ({detail})")
+    groups = next(iter(lengths.values()), 1)
+    columns = []
+    for name, (value, convert) in options.items():
+        entries = list(value) if _is_sequence(value) else [value] * groups
+        columns.append([convert(name, v) for v in entries])
+    result = [tuple(column[i] for column in columns) for i in range(groups)]
+    for i, (count, _cs, _pcs, fill, _loc) in enumerate(result):
+        if count == 0 and fill and i != groups - 1:
+            raise ValueError(
+                f"group {i}: num_sms=0 with backfill=True takes all remaining SMs, so it may only "
+                f"be the last group (there are {groups} groups)"
+            )
+    return result  # type: ignore[return-value]
