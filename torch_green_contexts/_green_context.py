@@ -11,7 +11,7 @@ from ._device import resolve_device
 from ._native import _C
 from ._sm_partition import SMPartition
 from ._stream import GreenContextStream
-from ._validation import as_count, as_device_id, check_workqueue
+from ._validation import as_count, as_device_id, check_workqueue, split_groups
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -45,6 +45,7 @@ class GreenContext:
         workqueue_concurrency_limit: int | None = None,
         device_id: int | None = None,
     ) -> None:
+        """Create a green context (see the class documentation for the arguments)."""
         if num_sms is None and sm_partition is None and workqueue_scope is None:
             raise RuntimeError(
                 "GreenContext needs at least one of num_sms, sm_partition or workqueue_scope"
@@ -121,17 +122,15 @@ class GreenContext:
 
             latency, batch = GreenContext.split(num_sms=(16, 0), backfill=(False, True))
         """
+        requests = split_groups(
+            num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
+            locality_domain_ids,
+        )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = resolve_device(device_id)
         if scope is not None:
             _C.max_workqueue_concurrency(device)  # raises if the driver lacks workqueues
-        groups, _ = SMPartition.from_device(device).split(
-            num_sms=num_sms,
-            coscheduled_sm_count=coscheduled_sm_count,
-            preferred_coscheduled_sm_count=preferred_coscheduled_sm_count,
-            backfill=backfill,
-            locality_domain_ids=locality_domain_ids,
-        )
+        groups, _ = SMPartition.from_device(device)._split_checked(requests)
         return tuple(
             GreenContext(sm_partition=group, workqueue_scope=scope, workqueue_concurrency_limit=limit)
             for group in groups

@@ -86,6 +86,11 @@ class SMPartition:
             num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
             locality_domain_ids,
         )
+        return self._split_checked(groups)
+
+    def _split_checked(
+        self, groups: list[tuple[int, int, int, bool, int | None]]
+    ) -> tuple[tuple[SMPartition, ...], SMPartition | None]:
         path = os.environ.get(_SPLIT_PATH_ENV, "auto")
         native_groups, native_remainder = self._native.split(groups, path)
         parts = tuple(SMPartition._wrap(g, parent=self) for g in native_groups)

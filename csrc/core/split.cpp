@@ -303,6 +303,12 @@ void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm
         "split again; make a GreenContext from it and split that context's sm_partition");
   }
   if (requests.empty()) throw ValueError("split needs at least one group");
+  unsigned long long asked = 0;
+  for (const GroupRequest& r : requests) asked += r.sm_count;
+  if (asked > input_sm_count) {
+    throw ValueError("the groups ask for " + std::to_string(asked) + " SMs in all, more than the " +
+                     std::to_string(input_sm_count) + " SMs of the partition being split");
+  }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const GroupRequest& r = requests[i];
     if (r.sm_count == 0 && r.backfill && i + 1 != requests.size()) {
