@@ -1,0 +1,460 @@
+// The core against the simulated driver, once per driver version (ctest runs this binary
+// with TGC_SIM_DRIVER_VERSION set to each of 12040, 12050, 13000, 13010, 13040).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/driver_api.h"
+#include "core/errors.h"
+#include "core/green_context.h"
+#include "core/sm_partition.h"
+#include "core/sm_probe.h"
+#include "core/split.h"
+#include "core/warnings.h"
+
+using namespace tgc;
+namespace cu = tgc::abi;
+
+namespace {
+
+struct Sim {
+  int (*live)(const char*);
+  int (*misuse)();
+  void (*fail_next)(const char*, int, int);
+  void (*clear_failures)();
+  int (*calls)(const char*);
+  int (*ctx_sms)(void*, int*, int);
+  int (*last_params)(unsigned*, int);
+  int (*ctx_workqueue)(void*, int*, int*);
+};
+
+const Sim& sim() {
+  static Sim s = [] {
+    const char* path = std::getenv(driver_library_env());
+    void* lib = dlopen(path, RTLD_NOW);
+    if (lib == nullptr) std::abort();
+    Sim out;
+    out.live = reinterpret_cast<int (*)(const char*)>(dlsym(lib, "tgc_sim_live"));
+    out.misuse = reinterpret_cast<int (*)()>(dlsym(lib, "tgc_sim_misuse_count"));
+    out.fail_next = reinterpret_cast<void (*)(const char*, int, int)>(dlsym(lib, "tgc_sim_fail_next"));
+    out.clear_failures = reinterpret_cast<void (*)()>(dlsym(lib, "tgc_sim_clear_failures"));
+    out.calls = reinterpret_cast<int (*)(const char*)>(dlsym(lib, "tgc_sim_calls"));
+    out.ctx_sms = reinterpret_cast<int (*)(void*, int*, int)>(dlsym(lib, "tgc_sim_green_ctx_sms"));
+    out.last_params = reinterpret_cast<int (*)(unsigned*, int)>(dlsym(lib, "tgc_sim_last_split_params"));
+    out.ctx_workqueue = reinterpret_cast<int (*)(void*, int*, int*)>(dlsym(lib, "tgc_sim_green_ctx_workqueue"));
+    return out;
+  }();
+  return s;
+}
+
+int version() { return std::atoi(std::getenv("TGC_SIM_DRIVER_VERSION")); }
+
+std::vector<int> sms_of(const GreenContext& ctx) {
+  std::vector<int> out(256);
+  int n = sim().ctx_sms(ctx.handle(), out.data(), 256);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+GroupRequest group(unsigned count, unsigned cs = 0, bool backfill = false) {
+  GroupRequest r;
+  r.sm_count = count;
+  r.coscheduled_sm_count = cs;
+  r.backfill = backfill;
+  return r;
+}
+
+// Makes a context of every group and checks sizes and pairwise disjointness in the driver.
+std::vector<std::shared_ptr<GreenContext>> contexts_of(const SplitResult& result,
+                                                       const std::vector<unsigned>& sizes) {
+  std::vector<std::shared_ptr<GreenContext>> contexts;
+  std::set<int> seen;
+  EXPECT_EQ(result.groups.size(), sizes.size());
+  for (std::size_t i = 0; i < result.groups.size(); ++i) {
+    EXPECT_EQ(result.groups[i].sm_count(), sizes[i]) << "group " << i;
+    contexts.push_back(GreenContext::create(0, &result.groups[i], std::nullopt));
+    EXPECT_EQ(contexts.back()->sm_count(), sizes[i]);
+    for (int sm : sms_of(*contexts.back())) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+  }
+  return contexts;
+}
+
+class Sim_ : public ::testing::Test {
+ protected:
+  void SetUp() override { sim().clear_failures(); }
+  void TearDown() override {
+    sim().clear_failures();
+    LiveCounts live = live_counts();
+    EXPECT_EQ(live.contexts, 0u);
+    EXPECT_EQ(live.internal_contexts, 0u);
+    EXPECT_EQ(live.streams, 0u);
+    EXPECT_EQ(sim().live("green_ctx"), 0) << "a green context leaked";
+    EXPECT_EQ(sim().live("stream"), 0) << "a stream leaked";
+    EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
+  }
+};
+
+using DriverTable = Sim_;
+using Contexts = Sim_;
+using Gates = Sim_;
+using NativeSplit = Sim_;
+using EmulatedSplit = Sim_;
+using Faults = Sim_;
+
+}  // namespace
+
+TEST_F(DriverTable, VersionAndEntryPointsFollowTheDriver) {
+  EXPECT_EQ(driver().version(), version());
+  EXPECT_EQ(driver().cuGreenCtxStreamCreate != nullptr, version() >= 12050);
+  EXPECT_EQ(driver().cuDevSmResourceSplit != nullptr, version() >= 13010);
+  EXPECT_NE(driver().cuGreenCtxCreate, nullptr);
+  EXPECT_EQ(installed_driver_version(), version());
+  EXPECT_EQ(native_split_available_path() == SplitPath::kNative, version() >= 13010);
+}
+
+TEST_F(DriverTable, DeviceQueries) {
+  EXPECT_EQ(device_count(), 1);
+  EXPECT_EQ(device_sm_count(0), 132);
+  EXPECT_EQ(device_compute_capability(0).major, 9);
+  EXPECT_TRUE(primary_context_active(0));
+  try {
+    device_handle(3);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("valid device_id: 0..0"), std::string::npos);
+  }
+  SmPartition whole = SmPartition::from_device(0);
+  EXPECT_EQ(whole.sm_count(), 132u);
+  EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
+  EXPECT_EQ(whole.min_partition_size(), version() >= 13000 ? 8u : 0u);
+  EXPECT_TRUE(whole.splittable());
+}
+
+TEST_F(Contexts, CreateStreamsAndDestroy) {
+  SmPartition part = partition_with_at_least(0, 10);
+  EXPECT_EQ(part.sm_count(), 16u);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  EXPECT_EQ(ctx->sm_count(), 16u);
+  EXPECT_EQ(sms_of(*ctx).size(), 16u);
+  EXPECT_EQ(sim().live("green_ctx"), 1);
+  cu::CUstream a = ctx->create_stream(0);
+  cu::CUstream b = ctx->create_stream(-1);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(ctx->stream_count(), 2u);
+  EXPECT_EQ(sim().live("stream"), 2);
+  if (version() < 12050) EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), 2);
+  SmPartition own = GreenContext::sm_partition(ctx);
+  EXPECT_TRUE(own.splittable());
+  EXPECT_EQ(own.sm_count(), 16u);
+  std::weak_ptr<GreenContext> weak = ctx;
+  ctx.reset();
+  EXPECT_FALSE(weak.expired()) << "the partition keeps its context alive";
+  auto again = GreenContext::create(0, &own, std::nullopt);
+  EXPECT_EQ(sms_of(*again), sms_of(*weak.lock()));
+  again.reset();
+  own = SmPartition::from_device(0);
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST_F(Contexts, WholeDeviceAndRoundUp) {
+  EXPECT_EQ(partition_with_at_least(0, 132).sm_count(), 132u);
+  EXPECT_EQ(partition_with_at_least(0, 1).sm_count(), 8u);
+  EXPECT_THROW(partition_with_at_least(0, 0), std::runtime_error);
+  EXPECT_THROW(partition_with_at_least(0, 133), std::runtime_error);
+  auto whole = GreenContext::create(0, nullptr, std::nullopt);
+  EXPECT_EQ(whole->sm_count(), 132u);
+}
+
+TEST_F(Contexts, PushPopAndProbe) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  auto part = partition_with_at_least(0, 16);
+  auto small = GreenContext::create(0, &part, std::nullopt);
+  EXPECT_THROW(small->pop_current(), std::runtime_error);
+  small->push_current();
+  EXPECT_THROW(ctx->pop_current(), std::runtime_error);
+  small->pop_current();
+  cu::CUstream stream = small->create_stream(0);
+  std::vector<unsigned> ids(64, 999);
+  launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 128, 0);
+  std::set<int> seen(ids.begin(), ids.end());
+  std::vector<int> expected = sms_of(*small);
+  EXPECT_EQ(std::vector<int>(seen.begin(), seen.end()), expected);
+}
+
+TEST_F(Gates, FeaturesBelowTheirVersionSayWhatTheyNeed) {
+  WorkqueueConfig wq;
+  wq.scope = cu::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
+  SmPartition whole = SmPartition::from_device(0);
+  GroupRequest local = group(16);
+  local.locality_domain_id = 0;
+  if (version() < 13010) {
+    EXPECT_THROW(GreenContext::create(0, nullptr, wq), FeatureUnavailableError);
+    EXPECT_THROW(GreenContext::max_workqueue_concurrency(0), FeatureUnavailableError);
+    EXPECT_THROW(split(whole, {group(16)}, SplitPath::kNative), FeatureUnavailableError);
+    try {
+      GreenContext::max_workqueue_concurrency(0);
+    } catch (const FeatureUnavailableError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("13.1"), std::string::npos);
+      EXPECT_NE(m.find(format_driver_version(version())), std::string::npos);
+    }
+  }
+  if (version() < 13040) {
+    EXPECT_THROW(whole.locality_domain_id(), FeatureUnavailableError);
+    EXPECT_THROW(split(whole, {local}), FeatureUnavailableError);
+    EXPECT_THROW(split(whole, {local}, SplitPath::kEmulated), FeatureUnavailableError);
+  } else {
+    EXPECT_FALSE(whole.locality_domain_id().has_value());
+  }
+}
+
+TEST_F(Gates, WorkqueueOptionsReachTheDescriptor) {
+  if (version() < 13010) GTEST_SKIP() << "workqueues need 13.1";
+  EXPECT_EQ(GreenContext::max_workqueue_concurrency(0), 128u);
+  WorkqueueConfig wq;
+  wq.scope = cu::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
+  wq.concurrency_limit = 4;
+  SmPartition part = partition_with_at_least(0, 16);
+  auto ctx = GreenContext::create(0, &part, wq);
+  int scope = -2, limit = -2;
+  sim().ctx_workqueue(ctx->handle(), &scope, &limit);
+  EXPECT_EQ(scope, 1);
+  EXPECT_EQ(limit, 4);
+  WorkqueueConfig shared;
+  auto whole = GreenContext::create(0, nullptr, shared);
+  sim().ctx_workqueue(whole->handle(), &scope, &limit);
+  EXPECT_EQ(scope, 0);
+  EXPECT_EQ(limit, 128);
+  EXPECT_EQ(whole->sm_count(), 132u);
+  WorkqueueConfig too_many;
+  too_many.concurrency_limit = 100000;
+  EXPECT_THROW(GreenContext::create(0, nullptr, too_many), DriverError);
+}
+
+TEST_F(NativeSplit, PassesGroupParametersExactly) {
+  if (version() < 13010) GTEST_SKIP() << "native split needs 13.1";
+  SmPartition whole = SmPartition::from_device(0);
+  GroupRequest a = group(16, 4);
+  a.preferred_coscheduled_sm_count = 8;
+  GroupRequest b = group(24, 8, true);
+  GroupRequest c = group(0, 2, true);
+  SplitResult result = split(whole, {a, b, c});
+  unsigned params[3 * 16];
+  ASSERT_EQ(sim().last_params(params, 3), 3);
+  EXPECT_EQ(params[0], 16u);
+  EXPECT_EQ(params[1], 4u);
+  EXPECT_EQ(params[2], 8u);
+  EXPECT_EQ(params[3], 0u);
+  EXPECT_EQ(params[16 + 0], 24u);
+  EXPECT_EQ(params[16 + 3], cu::CU_DEV_SM_RESOURCE_GROUP_BACKFILL);
+  EXPECT_EQ(params[32 + 1], 2u);
+  EXPECT_EQ(params[32 + 3], cu::CU_DEV_SM_RESOURCE_GROUP_BACKFILL);
+  for (int i = 4; i < 16; ++i) EXPECT_EQ(params[i], 0u) << "reserved word " << i;
+  EXPECT_FALSE(result.remainder.has_value());
+  auto contexts = contexts_of(result, {16, 24, 92});
+  EXPECT_FALSE(result.groups[0].splittable());
+  EXPECT_THROW(split(result.groups[0], {group(8)}), ValueError);
+}
+
+TEST_F(NativeSplit, DiscoveryRemainderAndDriverRules) {
+  if (version() < 13010) GTEST_SKIP() << "native split needs 13.1";
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, {group(16), group(0)});
+  ASSERT_EQ(result.groups.size(), 2u);
+  EXPECT_EQ(result.groups[0].sm_count(), 16u);
+  EXPECT_GT(result.groups[1].sm_count(), 0u);
+  ASSERT_TRUE(result.remainder.has_value());
+  EXPECT_EQ(result.groups[0].sm_count() + result.groups[1].sm_count() + result.remainder->sm_count(), 132u);
+  try {
+    split(whole, {group(12)});  // not a multiple of the default co-scheduled count
+    FAIL();
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuDevSmResourceSplit");
+    EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_INVALID_VALUE"), std::string::npos);
+  }
+}
+
+TEST_F(NativeSplit, LocalityDomains) {
+  if (version() < 13040) GTEST_SKIP() << "locality domains need 13.4";
+  SmPartition whole = SmPartition::from_device(0);
+  GroupRequest in_one = group(16);
+  in_one.locality_domain_id = 1;
+  SplitResult result = split(whole, {in_one});
+  unsigned params[16];
+  ASSERT_EQ(sim().last_params(params, 1), 1);
+  EXPECT_EQ(params[3], cu::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID);
+  EXPECT_EQ(params[4], 1u);
+  EXPECT_EQ(result.groups[0].locality_domain_id(), std::optional<unsigned>(1));
+  auto ctx = GreenContext::create(0, &result.groups[0], std::nullopt);
+  EXPECT_EQ(ctx->locality_domain_id(), std::optional<unsigned>(1));
+  GroupRequest nowhere = group(16);
+  nowhere.locality_domain_id = 7;
+  EXPECT_THROW(split(whole, {nowhere}), DriverError);
+}
+
+TEST_F(EmulatedSplit, SizesAreExactAndGroupsDisjoint) {
+  SmPartition whole = SmPartition::from_device(0);
+  {
+    SplitResult r = split(whole, {group(16), group(116)}, SplitPath::kEmulated);
+    EXPECT_FALSE(r.remainder.has_value());
+    auto c = contexts_of(r, {16, 116});
+  }
+  {
+    SplitResult r = split(whole, {group(24), group(40)}, SplitPath::kEmulated);
+    ASSERT_TRUE(r.remainder.has_value());
+    EXPECT_EQ(r.remainder->sm_count(), 68u);
+    auto c = contexts_of(r, {24, 40});
+  }
+  {
+    std::vector<GroupRequest> eights(15, group(8));
+    auto c = contexts_of(split(whole, eights, SplitPath::kEmulated), std::vector<unsigned>(15, 8));
+  }
+  {
+    auto c = contexts_of(split(whole, {group(2, 2), group(6, 2), group(10, 2)}, SplitPath::kEmulated), {2, 6, 10});
+  }
+  {
+    auto c = contexts_of(split(whole, {group(16), group(0, 0, true)}, SplitPath::kEmulated), {16, 116});
+  }
+  {
+    SplitResult r = split(whole, {group(0)}, SplitPath::kEmulated);
+    ASSERT_EQ(r.groups.size(), 1u);
+    EXPECT_EQ(r.groups[0].sm_count() % 8, 0u);
+    EXPECT_EQ(r.groups[0].sm_count() + (r.remainder ? r.remainder->sm_count() : 0u), 132u);
+  }
+  {
+    SplitResult r = split(whole, {group(16), group(0)}, SplitPath::kEmulated);
+    auto c = contexts_of(r, {16, r.groups[1].sm_count()});
+  }
+}
+
+TEST_F(EmulatedSplit, ChainsThroughContexts) {
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult first = split(whole, {group(16)}, SplitPath::kEmulated);
+  ASSERT_TRUE(first.remainder.has_value());
+  EXPECT_THROW(split(*first.remainder, {group(8)}), ValueError);
+  auto rest = GreenContext::create(0, &*first.remainder, std::nullopt);
+  SplitResult second = split(GreenContext::sm_partition(rest), {group(8), group(24)}, SplitPath::kEmulated);
+  auto a = GreenContext::create(0, &first.groups[0], std::nullopt);
+  auto c = contexts_of(second, {8, 24});
+  const std::vector<int> a_list = sms_of(*a);
+  const std::set<int> a_sms(a_list.begin(), a_list.end());
+  EXPECT_EQ(a_sms.size(), 16u);
+  for (auto& ctx : c)
+    for (int sm : sms_of(*ctx)) EXPECT_FALSE(a_sms.count(sm));
+}
+
+TEST_F(EmulatedSplit, InternalContextsLiveAsLongAsTheirPartitions) {
+  SmPartition whole = SmPartition::from_device(0);
+  auto result = std::make_unique<SplitResult>(split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated));
+  EXPECT_EQ(live_counts().internal_contexts, 2u);
+  SmPartition keep = result->groups[2];
+  result.reset();
+  EXPECT_EQ(live_counts().internal_contexts, 2u);  // the last group derives from both
+  keep = whole;
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
+TEST_F(EmulatedSplit, CountsTheHardwareCannotGiveAreValueErrors) {
+  SmPartition whole = SmPartition::from_device(0);
+  try {
+    split(whole, {group(10)}, SplitPath::kEmulated);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("nearest counts it can give: 8, 16"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(split(whole, {group(11, 2)}, SplitPath::kEmulated), ValueError);
+  EXPECT_THROW(split(whole, {group(8, 4)}, SplitPath::kEmulated), ValueError);
+  std::vector<GroupRequest> sixteen(16, group(8));
+  try {
+    split(whole, sixteen, SplitPath::kEmulated);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("only 15 groups"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(split(whole, {group(128), group(8)}, SplitPath::kEmulated), ValueError);
+  EXPECT_THROW(split(whole, {group(0, 0, true), group(8)}, SplitPath::kEmulated), ValueError);
+  EXPECT_THROW(split(whole, {}, SplitPath::kEmulated), ValueError);
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
+TEST_F(Faults, FailedCreationNamesTheCallAndLeavesNothing) {
+  SmPartition part = partition_with_at_least(0, 16);
+  for (const char* call : {"cuDevResourceGenerateDesc", "cuGreenCtxCreate", "cuCtxFromGreenCtx",
+                           "cuGreenCtxGetDevResource", "cuDeviceGetDevResource"}) {
+    sim().fail_next(call, 999, 0);
+    try {
+      GreenContext::create(0, std::string(call) == "cuDeviceGetDevResource" ? nullptr : &part, std::nullopt);
+      ADD_FAILURE() << call << " did not fail";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), call);
+      EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_UNKNOWN"), std::string::npos);
+    }
+    EXPECT_EQ(sim().live("green_ctx"), 0) << call;
+  }
+  auto ctx = GreenContext::create(0, &part, std::nullopt);  // still works afterwards
+  EXPECT_EQ(ctx->sm_count(), 16u);
+}
+
+TEST_F(Faults, FailedStreamCreationKeepsTheContextUsable) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  const char* call = version() >= 12050 ? "cuGreenCtxStreamCreate" : "cuStreamCreateWithPriority";
+  sim().fail_next(call, 2, 0);
+  EXPECT_THROW(ctx->create_stream(0), DriverError);
+  EXPECT_EQ(ctx->stream_count(), 0u);
+  ctx->create_stream(0);
+  EXPECT_EQ(ctx->stream_count(), 1u);
+}
+
+TEST_F(Faults, FailuresInsideAnEmulatedSplitReleaseInternalContexts) {
+  SmPartition whole = SmPartition::from_device(0);
+  for (const char* call : {"cuDevSmResourceSplitByCount", "cuGreenCtxCreate", "cuGreenCtxGetDevResource"}) {
+    sim().fail_next(call, 999, 1);
+    try {
+      split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated);
+      ADD_FAILURE() << call << " did not fail";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), call);
+    }
+    sim().clear_failures();
+    EXPECT_EQ(live_counts().internal_contexts, 0u) << call;
+    EXPECT_EQ(sim().live("green_ctx"), 0) << call;
+  }
+}
+
+TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  {
+    auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+    ctx->create_stream(0);
+    sim().fail_next("cuStreamSynchronize", 999, 0);
+  }
+  set_warning_handler(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cuStreamSynchronize"), std::string::npos);
+  EXPECT_EQ(sim().live("stream"), 0) << "the stream is destroyed all the same";
+}
+
+TEST_F(Faults, ProbeLoadFailureIsReported) {
+  // the probe library loads once per process; a failed launch names the call
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  cu::CUstream stream = ctx->create_stream(0);
+  std::vector<unsigned> ids(8);
+  sim().fail_next("cuLaunchKernel", 2, 0);
+  try {
+    launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 8, 32, 0);
+    FAIL();
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuLaunchKernel");
+  }
+  cu::CUcontext current = nullptr;
+  driver().cuCtxGetCurrent(&current);
+  EXPECT_EQ(current, nullptr) << "the probe pops the context it pushed";
+}
