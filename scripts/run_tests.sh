@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy
+$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr
 $PY -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v cmake >/dev/null; then
@@ -20,8 +20,20 @@ $PY -m pip download -q --no-deps "nvidia-cuda-runtime>=13.4,<14" -d "$headers"
 (cd "$headers" && $PY -m zipfile -e ./*.whl .)
 include_13_4=$(dirname "$(find "$headers" -path '*include/cuda.h' | head -n 1)")
 
-cmake -S tests/cpp -B tests/cpp/build -DTGC_CUDA_INCLUDE_13_4="$include_13_4" >/dev/null
-cmake --build tests/cpp/build -j2
-ctest --test-dir tests/cpp/build --output-on-failure
+# C++ tests of the core: rules, ABI layout, and the simulated driver for every driver version
+# (12.4, 12.5, 13.0, 13.1, 13.4), built with line coverage of the driver-facing core.
+build=tests/cpp/build
+find "$build" -name '*.gcda' -delete 2>/dev/null || true
+cmake -S tests/cpp -B "$build" -DTGC_COVERAGE=ON -DTGC_CUDA_INCLUDE_13_4="$include_13_4" >/dev/null
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure
+for version in 12040 12050 13000 13010 13040; do
+  printf 'simulated driver %s: ' "$version"
+  TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY="$PWD/$build/libtgc_simdriver.so" TGC_SIM_DRIVER_VERSION=$version \
+    "$build/sim_tests" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' '
+  echo
+done
+echo "Line coverage of the driver-facing core (csrc/core), C++ tests with the simulated driver:"
+$PY -m gcovr --root . --filter 'csrc/core/' "$build"
 
 $PY -m pytest tests -q -rs -p no:cacheprovider

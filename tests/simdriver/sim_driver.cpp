@@ -705,6 +705,7 @@ CUresult cuInit(unsigned flags) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (CUresult injected = enter("cuInit")) return injected;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (int code = env_int("TGC_SIM_FAIL_INIT", 0)) return code;  // e.g. 100: no device
   if (s.initialised) return CUDA_SUCCESS;
   Config c;
   c.version = env_int("TGC_SIM_DRIVER_VERSION", c.version);

@@ -9,6 +9,7 @@
 //                            (default 18,18,18,18,18,18,16,8: uneven, like Hopper's)
 //   TGC_SIM_CC_MAJOR         compute capability major (default 9)
 //   TGC_SIM_LOCALITY_DOMAINS locality domains, GPCs dealt round-robin (default 2; 13.4)
+//   TGC_SIM_FAIL_INIT        a CUresult cuInit returns (e.g. 100, no device)
 //   TGC_SIM_WQ_LIMIT         the device's default workqueue concurrency limit (default 128)
 #pragma once
 

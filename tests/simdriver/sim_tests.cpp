@@ -458,3 +458,34 @@ TEST_F(Faults, ProbeLoadFailureIsReported) {
   driver().cuCtxGetCurrent(&current);
   EXPECT_EQ(current, nullptr) << "the probe pops the context it pushed";
 }
+
+TEST_F(DriverTable, ReportsEntryPointsAndUnknownCodes) {
+  EXPECT_EQ(loaded_driver_version(), version());
+  EXPECT_EQ(loaded_driver_library(), std::getenv(driver_library_env()));
+  int found = 0;
+  for (const EntryPointStatus& entry : entry_point_status()) {
+    EXPECT_EQ(entry.present, entry.since <= version()) << entry.name;
+    found += entry.name == "cuDevSmResourceSplit";
+  }
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(driver().error_name(12345), "CUDA_ERROR_UNKNOWN_CODE_12345");
+  EXPECT_EQ(driver().error_text(12345), "no description from the driver");
+  EXPECT_EQ(driver().error_name(915), "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION");
+  EXPECT_NO_THROW(driver().check(cu::CUDA_SUCCESS, "cuInit"));
+  EXPECT_THROW(driver().require_version("a future feature", 99000), FeatureUnavailableError);
+}
+
+// Run alone, with TGC_SIM_FAIL_INIT=100 (ctest's sim_driver_no_device).
+TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
+  if (std::getenv("TGC_SIM_FAIL_INIT") == nullptr) GTEST_SKIP() << "needs TGC_SIM_FAIL_INIT";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      device_count();
+      FAIL();
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), "cuInit");
+      EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_NO_DEVICE"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(installed_driver_version(), version());  // the version needs no cuInit
+}
