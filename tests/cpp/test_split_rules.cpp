@@ -7,17 +7,12 @@
 #include "core/cuda_abi.h"
 #include "core/errors.h"
 #include "core/split.h"
+#include "group_request.h"
 
 using namespace tgc;
+using tgc::testing::group;
 
 namespace {
-GroupRequest group(unsigned count, unsigned cs = 0, bool backfill = false) {
-  GroupRequest r;
-  r.sm_count = count;
-  r.coscheduled_sm_count = cs;
-  r.backfill = backfill;
-  return r;
-}
 
 std::string message_of(const std::vector<GroupRequest>& requests, unsigned input, bool splittable) {
   try {

@@ -292,15 +292,20 @@ GreenCtx* green_of_context(CUcontext ctx) {
   return nullptr;
 }
 
-CUresult sim_cuStreamCreateWithPriority(CUstream* out, unsigned flags, int priority) {
-  ENTER("cuStreamCreateWithPriority");
-  if (t_context_stack.empty() || priority > 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!(flags & CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+// A new stream of `green` (null: the primary context); priorities are 0 (lowest) or negative.
+CUresult new_stream(GreenCtx* green, unsigned flags, int priority, CUstream* out) {
+  if (!(flags & CU_STREAM_NON_BLOCKING) || priority > 0) return CUDA_ERROR_INVALID_VALUE;
   auto* st = new Stream;
-  st->green = green_of_context(t_context_stack.back());
-  s.streams.insert(st);
+  st->green = green;
+  state().streams.insert(st);
   *out = reinterpret_cast<CUstream>(st);
   return CUDA_SUCCESS;
+}
+
+CUresult sim_cuStreamCreateWithPriority(CUstream* out, unsigned flags, int priority) {
+  ENTER("cuStreamCreateWithPriority");
+  if (t_context_stack.empty()) return CUDA_ERROR_INVALID_VALUE;
+  return new_stream(green_of_context(t_context_stack.back()), flags, priority, out);
 }
 
 CUresult sim_cuStreamSynchronize(CUstream stream) {
@@ -649,12 +654,7 @@ CUresult sim_cuGreenCtxStreamCreate(CUstream* out, CUgreenCtx green, unsigned fl
   ENTER("cuGreenCtxStreamCreate");
   auto* g = reinterpret_cast<GreenCtx*>(green);
   if (!valid_green(g)) return kInvalidHandle;
-  if (!(flags & CU_STREAM_NON_BLOCKING) || priority > 0) return CUDA_ERROR_INVALID_VALUE;
-  auto* st = new Stream;
-  st->green = g;
-  s.streams.insert(st);
-  *out = reinterpret_cast<CUstream>(st);
-  return CUDA_SUCCESS;
+  return new_stream(g, flags, priority, out);
 }
 
 struct Entry {

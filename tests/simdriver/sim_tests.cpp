@@ -17,9 +17,11 @@
 #include "core/sm_partition.h"
 #include "core/sm_probe.h"
 #include "core/split.h"
+#include "group_request.h"
 #include "core/warnings.h"
 
 using namespace tgc;
+using tgc::testing::group;
 namespace cu = tgc::abi;
 
 namespace {
@@ -63,13 +65,6 @@ std::vector<int> sms_of(const GreenContext& ctx) {
   return out;
 }
 
-GroupRequest group(unsigned count, unsigned cs = 0, bool backfill = false) {
-  GroupRequest r;
-  r.sm_count = count;
-  r.coscheduled_sm_count = cs;
-  r.backfill = backfill;
-  return r;
-}
 
 // Makes a context of every group and checks sizes and pairwise disjointness in the driver.
 std::vector<std::shared_ptr<GreenContext>> contexts_of(const SplitResult& result,
