@@ -91,13 +91,13 @@ void OwnedStream::reset() noexcept {
 }
 
 GreenContext::GreenContext(int device, abi::CUgreenCtx green_ctx, abi::CUcontext context,
-                           const abi::CUdevResource& resource, Kind kind,
+                           const abi::CUdevResource& resource, unsigned fallback_alignment, Kind kind,
                            std::shared_ptr<const void> keep_alive) noexcept
     : device_(device),
       green_ctx_(green_ctx),
       context_(context),
       resource_(resource),
-      fallback_alignment_(0),
+      fallback_alignment_(fallback_alignment),
       kind_(kind),
       keep_alive_(std::move(keep_alive)) {
   (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_add(1);
@@ -151,8 +151,8 @@ std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition
             "cuGreenCtxGetDevResource");
 
   std::shared_ptr<GreenContext> result(
-      new GreenContext(device, guard.release(), context, actual, kind, sm->keep_alive()));
-  result->fallback_alignment_ = sm->coscheduled_sm_count();
+      new GreenContext(device, guard.release(), context, actual, sm->coscheduled_sm_count(), kind,
+                       sm->keep_alive()));
   return result;
 }
 

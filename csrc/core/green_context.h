@@ -84,14 +84,14 @@ class GreenContext {
 
  private:
   GreenContext(int device, abi::CUgreenCtx green_ctx, abi::CUcontext context,
-               const abi::CUdevResource& resource, Kind kind,
+               const abi::CUdevResource& resource, unsigned fallback_alignment, Kind kind,
                std::shared_ptr<const void> keep_alive) noexcept;
 
   int device_;
   abi::CUgreenCtx green_ctx_;
   abi::CUcontext context_;
   abi::CUdevResource resource_;  // queried once at creation; a context's SMs never change
-  unsigned fallback_alignment_;
+  const unsigned fallback_alignment_;  // the source partition's, for drivers before 13.0
   Kind kind_;
   std::shared_ptr<const void> keep_alive_;  // what the source partition depended on
   mutable std::mutex streams_mutex_;
