@@ -45,7 +45,9 @@ def cuda_include_dirs():
 
 
 CORE_SOURCES = sorted(glob.glob(os.path.join("csrc", "core", "*.cpp")))
-SOURCES = CORE_SOURCES + ["csrc/torch/torch_bridge.cpp", "csrc/bindings.cpp"]
+SOURCES = CORE_SOURCES + [
+    "csrc/bench/driver_baseline.cpp", "csrc/torch/torch_bridge.cpp", "csrc/bindings.cpp"
+]
 
 extension = cpp_extension.CppExtension(
     name="torch_green_contexts._C",

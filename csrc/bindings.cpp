@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/driver_baseline.h"
 #include "core/device.h"
 #include "core/driver_info.h"
 #include "core/errors.h"
@@ -147,9 +148,9 @@ PYBIND11_MODULE(_C, m) {
              return wrap_partition(GreenContext::sm_partition(self));
            })
       .def(
-          "create_stream",
+          "stream",
           [](GreenContext& self, int priority) {
-            tgc::abi::CUstream stream = self.create_stream(priority);
+            tgc::abi::CUstream stream = self.stream(priority);
             return torch_bridge::stream_triple(stream, self.device());
           },
           py::arg("priority") = 0)
@@ -199,6 +200,35 @@ PYBIND11_MODULE(_C, m) {
     }
     return result;
   });
+
+  // Baselines for benchmarks/: the raw driver calls behind the public calls, timed in C++.
+  py::module_ bench = m.def_submodule("_bench");
+  auto timing = [](bench::Timing t) { return py::make_tuple(t.create_ns, t.destroy_ns); };
+  bench.def(
+      "raw_create", [timing](int device, unsigned min_sms) {
+        bench::Timing t;
+        {
+          py::gil_scoped_release release;
+          t = bench::raw_create(device, min_sms);
+        }
+        return timing(t);
+      },
+      py::arg("device"), py::arg("min_sms"));
+  bench.def(
+      "raw_split_create", [timing](int device, unsigned first_sms, bool concurrently) {
+        bench::Timing t;
+        {
+          py::gil_scoped_release release;
+          t = bench::raw_split_create(device, first_sms, concurrently);
+        }
+        return timing(t);
+      },
+      py::arg("device"), py::arg("first_sms"), py::arg("concurrently") = false);
+  bench.def(
+      "raw_stream_create", [timing](std::uintptr_t green_ctx, int priority) {
+        return timing(bench::raw_stream_create(green_ctx, priority));
+      },
+      py::arg("green_ctx"), py::arg("priority") = 0);
 
   py::module_ versions = m.def_submodule("feature_version");
   versions.attr("green_contexts") = feature_version::kGreenContexts;

@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build, report, GPU tests, split figures, and (with --bench) the
-# benchmarks. Logs go to $OUT (default ./gpu-logs).
-#   bash scripts/gpu_check.sh [--bench] [pytest args...]
+# benchmarks. Everything is logged to $OUT/gpu.log (default ./gpu-logs), the build to
+# $OUT/build.log and the benchmark results to $OUT/bench/.
+#   bash scripts/gpu_check.sh [--bench|--bench-only] [pytest args...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-bench=0
-if [ "${1:-}" = "--bench" ]; then bench=1; shift; fi
+bench=0 tests=1
+case "${1:-}" in
+  --bench) bench=1; shift ;;
+  --bench-only) bench=1; tests=0; shift ;;
+esac
 
 status=0
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'; } 2>&1 | tee "$OUT/machine.txt"
-python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }
-echo "build ok"
-python3 -m torch_green_contexts 2>&1 | tee "$OUT/main.txt" || status=1
-python3 -m pytest tests -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-python3 scripts/split_report.py 2>&1 | tee "$OUT/splits.txt" || status=1
-if [ "$bench" = 1 ]; then
-  python3 -m benchmarks --out "$OUT" 2>&1 | tee "$OUT/bench.txt" || status=1
+log="$OUT/gpu.log"
+: > "$log"
+run() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
+run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+run python3 -c 'import torch; print("torch", torch.__version__)'
+MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
+  || { echo "BUILD FAILED" | tee -a "$log"; tail -40 "$OUT/build.log"; exit 1; }
+echo "build ok" | tee -a "$log"
+if [ "$tests" = 1 ]; then
+  run python3 -m torch_green_contexts || status=1
+  run python3 -m pytest tests -q -rs -p no:cacheprovider "$@" || status=1
+  run python3 scripts/split_report.py || status=1
 fi
+if [ "$bench" = 1 ]; then
+  run python3 -m benchmarks --out "$OUT/bench" || status=1
+fi
+echo "gpu_check status $status" | tee -a "$log"
 exit $status

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr
+$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr matplotlib
 $PY -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v cmake >/dev/null; then

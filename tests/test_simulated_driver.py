@@ -30,8 +30,11 @@ SCRIPT = textwrap.dedent(
         assert ctx.sm_count == 16, ctx.sm_count
         # torch.cuda.Stream itself needs PyTorch's CUDA runtime, which no simulated driver
         # satisfies: check the native stream and its PyTorch identity instead.
-        stream = ctx._native.create_stream(0)
+        stream = ctx._native.stream(0)
         assert len(stream) == 3 and stream[1] == 0 and ctx._native.stream_count == 1
+        pool = [ctx._native.stream(0) for _ in range(63)]
+        assert len(set(pool)) == 32 and pool[31] == stream and ctx._native.stream_count == 32
+        assert ctx._native.stream(-1) not in pool and ctx._native.stream_count == 33
         assert GreenContext(sm_partition=ctx.sm_partition).sm_count == 16
 
         a, b = GreenContext.split(num_sms=(16, 0), backfill=(False, True), device_id=0)

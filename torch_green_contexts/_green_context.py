@@ -147,7 +147,7 @@ class GreenContext:
         Run work on it with ``torch.cuda.stream(stream)``; order it against other streams with
         events. The stream keeps this context alive.
         """
-        return GreenContextStream(self._native)
+        return GreenContextStream._of(self._native)
 
     @property
     def device_id(self) -> int:
@@ -182,7 +182,7 @@ class GreenContext:
             )
         previous = torch.cuda.current_stream(self.device_id)
         if self._current_stream is None:
-            self._current_stream = GreenContextStream(self._native)
+            self._current_stream = GreenContextStream._of(self._native)
         stream = self._current_stream
         stream.wait_stream(previous)
         self._native.push_current()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import torch
 
+# torch.cuda.Stream.__new__ only forwards a (stream_id, device_index, device_type) triple to
+# its compiled base; calling the base directly saves a Python frame on every Stream().
+_make_stream = getattr(getattr(torch._C, "_CudaStreamBase", None), "__new__", None)
+
 
 class GreenContextStream(torch.cuda.Stream):
     """A stream of a green context: a torch.cuda.Stream that keeps its context alive.
@@ -14,10 +18,15 @@ class GreenContextStream(torch.cuda.Stream):
 
     _green_context: object
 
-    def __new__(cls, native_context: object, priority: int = 0) -> "GreenContextStream":
-        stream_id, device_index, device_type = native_context.create_stream(priority)  # type: ignore[attr-defined]
-        self = super().__new__(
-            cls, stream_id=stream_id, device_index=device_index, device_type=device_type
-        )
+    @classmethod
+    def _of(cls, native_context: object, priority: int = 0) -> GreenContextStream:
+        """A stream of `native_context` at `priority`, from the context's stream pool."""
+        stream_id, device_index, device_type = native_context.stream(priority)  # type: ignore[attr-defined]
+        if _make_stream is not None:
+            self = _make_stream(cls, stream_id=stream_id, device_index=device_index, device_type=device_type)
+        else:
+            self = torch.cuda.Stream.__new__(
+                cls, stream_id=stream_id, device_index=device_index, device_type=device_type
+            )
         self._green_context = native_context
         return self

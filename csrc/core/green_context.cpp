@@ -107,7 +107,7 @@ GreenContext::~GreenContext() {
   // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
   {
     std::lock_guard<std::mutex> lock(streams_mutex_);
-    streams_.clear();
+    stream_pools_.clear();
   }
   warn_unless_shut_down(driver().cuGreenCtxDestroy(green_ctx_), "cuGreenCtxDestroy");
   (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_sub(1);
@@ -165,35 +165,47 @@ std::optional<unsigned> GreenContext::locality_domain_id() const {
   return locality_domain_of(resource_);
 }
 
+abi::CUstream GreenContext::stream(int priority) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  StreamPool& pool = stream_pools_[priority];
+  if (pool.streams.size() < kStreamsPerPriority) {
+    OwnedStream created(create_stream(priority));
+    g_live_streams.fetch_add(1);  // from here on `created` owns it, and its reset() counts it off
+    pool.streams.push_back(std::move(created));
+    return pool.streams.back().get();
+  }
+  abi::CUstream handed_out = pool.streams[pool.next].get();
+  pool.next = (pool.next + 1) % pool.streams.size();
+  return handed_out;
+}
+
 abi::CUstream GreenContext::create_stream(int priority) {
   const DriverApi& api = driver();
   abi::CUstream stream = nullptr;
   if (api.cuGreenCtxStreamCreate != nullptr) {
     api.check(api.cuGreenCtxStreamCreate(&stream, green_ctx_, abi::CU_STREAM_NON_BLOCKING, priority),
               "cuGreenCtxStreamCreate");
-  } else {
-    // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
-    // CUcontext is current belongs to the green context (documented for 12.4).
-    api.check(api.cuCtxPushCurrent(context_), "cuCtxPushCurrent");
-    abi::CUresult created = api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
-    abi::CUcontext popped = nullptr;
-    abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
-    api.check(created, "cuStreamCreateWithPriority");
-    if (pop_result != abi::CUDA_SUCCESS) {
-      warn_unless_shut_down(api.cuStreamDestroy(stream), "cuStreamDestroy");
-      api.check(pop_result, "cuCtxPopCurrent");
-    }
+    return stream;
   }
-  OwnedStream owned(stream);
-  g_live_streams.fetch_add(1);
-  std::lock_guard<std::mutex> lock(streams_mutex_);
-  streams_.push_back(std::move(owned));
+  // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
+  // CUcontext is current belongs to the green context (documented for 12.4).
+  api.check(api.cuCtxPushCurrent(context_), "cuCtxPushCurrent");
+  abi::CUresult created = api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
+  abi::CUcontext popped = nullptr;
+  abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
+  api.check(created, "cuStreamCreateWithPriority");
+  if (pop_result != abi::CUDA_SUCCESS) {
+    warn_unless_shut_down(api.cuStreamDestroy(stream), "cuStreamDestroy");
+    api.check(pop_result, "cuCtxPopCurrent");
+  }
   return stream;
 }
 
 std::size_t GreenContext::stream_count() const {
   std::lock_guard<std::mutex> lock(streams_mutex_);
-  return streams_.size();
+  std::size_t count = 0;
+  for (const auto& entry : stream_pools_) count += entry.second.streams.size();
+  return count;
 }
 
 void GreenContext::push_current() const {

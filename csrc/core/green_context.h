@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,8 +71,13 @@ class GreenContext {
   static SmPartition sm_partition(const std::shared_ptr<GreenContext>& self);
   std::optional<unsigned> locality_domain_id() const;
 
-  // A new non-blocking stream of this context, owned by the context.
-  abi::CUstream create_stream(int priority);
+  // A non-blocking stream of this context at `priority`, owned by the context. Like
+  // PyTorch's own stream pool, each priority has up to kStreamsPerPriority streams: the
+  // first calls create them, later calls hand them out again round robin, so a program that
+  // asks for a stream per request holds a bounded number of them.
+  static constexpr std::size_t kStreamsPerPriority = 32;
+  abi::CUstream stream(int priority);
+  // Streams created so far (at most kStreamsPerPriority per priority asked for).
   std::size_t stream_count() const;
 
   // Pushes this context onto the calling thread's context stack / pops it again. pop checks
@@ -94,8 +100,14 @@ class GreenContext {
   const unsigned fallback_alignment_;  // the source partition's, for drivers before 13.0
   Kind kind_;
   std::shared_ptr<const void> keep_alive_;  // what the source partition depended on
+  abi::CUstream create_stream(int priority);
+
+  struct StreamPool {
+    std::vector<OwnedStream> streams;
+    std::size_t next = 0;  // the stream handed out next once the pool is full
+  };
   mutable std::mutex streams_mutex_;
-  std::vector<OwnedStream> streams_;
+  std::map<int, StreamPool> stream_pools_;  // by priority, as asked for
 };
 
 }  // namespace tgc

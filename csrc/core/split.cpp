@@ -155,7 +155,7 @@ class EmulatedSplit {
                          std::to_string(input_.sm_count()) + " SMs were split)");
       }
       i = take(i);
-      if (i < requests_.size() && current_has_sms_) make_remainder_splittable();
+      if (i < requests_.size() && current_has_sms_ && !takes_the_rest(i)) make_remainder_splittable();
     }
     if (current_has_sms_) {
       out_.remainder.emplace(input_.device(), current_, SmPartition::Origin::kSplitRemainder, 2u,
@@ -171,9 +171,8 @@ class EmulatedSplit {
     const unsigned flags = emulated_split_flags(r, alignment_, version_);
     const unsigned granularity = emulated_granularity(flags, alignment_);
     const unsigned available = current_.sm.smCount;
-    const bool last = i + 1 == requests_.size();
 
-    if (r.sm_count == 0 && r.backfill) {  // takes everything left
+    if (takes_the_rest(i)) {
       whole_current_as_group(granularity);
       return i + 1;
     }
@@ -182,10 +181,6 @@ class EmulatedSplit {
     if (r.sm_count > available) {
       throw ValueError(group_label(i) + " asks for num_sms=" + std::to_string(r.sm_count) +
                        " but only " + std::to_string(available) + " SMs are left");
-    }
-    if (r.sm_count == available && last) {  // the rest, exactly
-      whole_current_as_group(granularity);
-      return i + 1;
     }
     if (r.sm_count % granularity != 0) {
       throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
@@ -253,6 +248,15 @@ class EmulatedSplit {
                      " SMs left" + (reserved ? " after reserving " + std::to_string(reserved) +
                                                    " for the groups after it"
                                              : std::string()));
+  }
+
+  // Whether requests_[i] is served by handing over everything left, which needs no split and
+  // so no internal context: the last group asking for exactly what is left, or a discovery
+  // group with backfill (only ever last).
+  bool takes_the_rest(std::size_t i) const {
+    const GroupRequest& r = requests_[i];
+    const bool last = i + 1 == requests_.size();
+    return (r.sm_count == 0 && r.backfill) || (last && r.sm_count == current_.sm.smCount);
   }
 
   void whole_current_as_group(unsigned granularity) {

@@ -101,6 +101,18 @@ def test_stream_type_and_results(device, granularity):
     assert z.item() == pytest.approx(float(x.double().square().sum().item()), rel=1e-4)
 
 
+def test_streams_come_from_a_bounded_pool(device, granularity):
+    ctx = GreenContext(num_sms=granularity)
+    streams = [ctx.Stream() for _ in range(80)]
+    ids = [s.cuda_stream for s in streams]
+    assert len(set(ids[:32])) == 32  # distinct streams first, like torch.cuda.Stream()'s pool
+    assert ids[32:64] == ids[:32] and ids[64:] == ids[:16]  # then handed out again in turn
+    assert ctx._native.stream_count == 32 and tgc.live_counts()["streams"] == 32
+    for s in streams[:3] + streams[40:42]:
+        gemm_check(s)
+        assert len(observed_sm_ids(s)) == ctx.sm_count
+
+
 def test_stream_outlives_green_context_object(device, granularity):
     ctx = GreenContext(num_sms=granularity)
     stream = ctx.Stream()

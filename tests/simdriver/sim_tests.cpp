@@ -139,8 +139,8 @@ TEST_F(Contexts, CreateStreamsAndDestroy) {
   EXPECT_EQ(ctx->sm_count(), 16u);
   EXPECT_EQ(sms_of(*ctx).size(), 16u);
   EXPECT_EQ(sim().live("green_ctx"), 1);
-  cu::CUstream a = ctx->create_stream(0);
-  cu::CUstream b = ctx->create_stream(-1);
+  cu::CUstream a = ctx->stream(0);
+  cu::CUstream b = ctx->stream(-1);
   EXPECT_NE(a, b);
   EXPECT_EQ(ctx->stream_count(), 2u);
   EXPECT_EQ(sim().live("stream"), 2);
@@ -175,7 +175,7 @@ TEST_F(Contexts, PushPopAndProbe) {
   small->push_current();
   EXPECT_THROW(ctx->pop_current(), std::runtime_error);
   small->pop_current();
-  cu::CUstream stream = small->create_stream(0);
+  cu::CUstream stream = small->stream(0);
   std::vector<unsigned> ids(64, 999);
   launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 128, 0);
   std::set<int> seen(ids.begin(), ids.end());
@@ -345,6 +345,45 @@ TEST_F(EmulatedSplit, ChainsThroughContexts) {
     for (int sm : sms_of(*ctx)) EXPECT_FALSE(a_sms.count(sm));
 }
 
+TEST_F(Contexts, StreamsComeFromABoundedPoolPerPriority) {
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  const std::size_t pool = GreenContext::kStreamsPerPriority;
+  std::vector<cu::CUstream> first;
+  for (std::size_t i = 0; i < pool; ++i) first.push_back(ctx->stream(0));
+  EXPECT_EQ(std::set<cu::CUstream>(first.begin(), first.end()).size(), pool);
+  for (std::size_t i = 0; i < 2 * pool; ++i) EXPECT_EQ(ctx->stream(0), first[i % pool]) << i;
+  EXPECT_EQ(ctx->stream_count(), pool);
+  cu::CUstream high = ctx->stream(-1);
+  EXPECT_EQ(std::count(first.begin(), first.end(), high), 0);
+  EXPECT_EQ(ctx->stream_count(), pool + 1);
+  EXPECT_EQ(sim().live("stream"), static_cast<int>(pool + 1));
+  EXPECT_EQ(live_counts().streams, pool + 1);
+  ctx.reset();
+  EXPECT_EQ(sim().live("stream"), 0);
+  EXPECT_EQ(live_counts().streams, 0u);
+}
+
+TEST_F(EmulatedSplit, AGroupTakingTheRestNeedsNoInternalContext) {
+  SmPartition whole = SmPartition::from_device(0);
+  const int before = sim().calls("cuGreenCtxCreate");
+  SplitResult exact = split(whole, {group(16), group(whole.sm_count() - 16)}, SplitPath::kEmulated);
+  SplitResult backfilled = split(whole, {group(16), group(0, 0, true)}, SplitPath::kEmulated);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), before);
+  for (const SplitResult* result : {&exact, &backfilled}) {
+    ASSERT_EQ(result->groups.size(), 2u);
+    EXPECT_EQ(result->groups[0].sm_count(), 16u);
+    EXPECT_EQ(result->groups[1].sm_count(), whole.sm_count() - 16);
+    EXPECT_FALSE(result->remainder.has_value());
+    auto a = GreenContext::create(0, &result->groups[0], std::nullopt);
+    auto b = GreenContext::create(0, &result->groups[1], std::nullopt);
+    const std::vector<int> a_list = sms_of(*a);
+    const std::set<int> a_sms(a_list.begin(), a_list.end());
+    for (int sm : sms_of(*b)) EXPECT_FALSE(a_sms.count(sm)) << sm;
+  }
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
 TEST_F(EmulatedSplit, InternalContextsLiveAsLongAsTheirPartitions) {
   SmPartition whole = SmPartition::from_device(0);
   auto result = std::make_unique<SplitResult>(split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated));
@@ -401,9 +440,9 @@ TEST_F(Faults, FailedStreamCreationKeepsTheContextUsable) {
   auto ctx = GreenContext::create(0, nullptr, std::nullopt);
   const char* call = version() >= 12050 ? "cuGreenCtxStreamCreate" : "cuStreamCreateWithPriority";
   sim().fail_next(call, 2, 0);
-  EXPECT_THROW(ctx->create_stream(0), DriverError);
+  EXPECT_THROW(ctx->stream(0), DriverError);
   EXPECT_EQ(ctx->stream_count(), 0u);
-  ctx->create_stream(0);
+  ctx->stream(0);
   EXPECT_EQ(ctx->stream_count(), 1u);
 }
 
@@ -428,7 +467,7 @@ TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
   WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
   {
     auto ctx = GreenContext::create(0, nullptr, std::nullopt);
-    ctx->create_stream(0);
+    ctx->stream(0);
     sim().fail_next("cuStreamSynchronize", 999, 0);
   }
   set_warning_handler(previous);
@@ -440,7 +479,7 @@ TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
 TEST_F(Faults, ProbeLoadFailureIsReported) {
   // the probe library loads once per process; a failed launch names the call
   auto ctx = GreenContext::create(0, nullptr, std::nullopt);
-  cu::CUstream stream = ctx->create_stream(0);
+  cu::CUstream stream = ctx->stream(0);
   std::vector<unsigned> ids(8);
   sim().fail_next("cuLaunchKernel", 2, 0);
   try {

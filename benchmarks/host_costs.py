@@ -1,0 +1,184 @@
+"""Host-side costs: Stream(), GreenContext(num_sms=16), GreenContext.split, and the host and
+device memory that contexts and streams hold. Variants are interleaved round by round."""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any, Callable
+
+import torch
+
+from torch_green_contexts import GreenContext, _C
+
+from .environment import Builtin, host_rss_bytes, timed
+from .stats import interleaved, summarize
+
+NS_PER_US = 1000.0
+
+
+def _collect(times: dict[str, list[int]], scale: float = NS_PER_US) -> dict[str, dict[str, float]]:
+    return {name: summarize([t / scale for t in values]) for name, values in times.items() if values}
+
+
+def stream_cost(device: int, builtin: Builtin, rounds: int = 2000, warmup: int = 100) -> dict[str, Any]:
+    """Microseconds per Stream() call: ours (steady state: from the context's stream pool), a
+    plain torch.cuda.Stream() (PyTorch's pool), PyTorch's own green-context Stream(), and the
+    bare driver call cuGreenCtxStreamCreate (timed in C++)."""
+    ours = GreenContext(num_sms=16, device_id=device)
+    handle = ours._native.handle
+    calls: dict[str, Callable[[], Any]] = {
+        "ours: GreenContext.Stream()": ours.Stream,
+        "torch.cuda.Stream()": torch.cuda.Stream,
+    }
+    reference = None
+    if builtin.available:
+        reference = builtin.create(16, device)
+        calls["torch built-in: GreenContext.Stream()"] = reference.Stream
+    raw_name = "driver: cuGreenCtxStreamCreate"
+    for fn in calls.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[int]] = {name: [] for name in [*calls, raw_name]}
+    gc.collect()
+    gc.disable()
+    try:
+        for _, name in interleaved([*calls, raw_name], rounds):
+            if name == raw_name:
+                times[name].append(_C._bench.raw_stream_create(handle, 0)[0])
+            else:
+                elapsed, stream = timed(calls[name])
+                times[name].append(elapsed)
+                del stream
+    finally:
+        gc.enable()
+    return {"unit": "us", "rounds": rounds, "results": _collect(times)}
+
+
+def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 60,
+                split_sms: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Microseconds to create (and, separately, destroy) a context of `num_sms` SMs: ours, the
+    same driver calls made bare from C++, and PyTorch's own. With `split_sms` (a, b) also
+    GreenContext.split(num_sms=(a, b)) against the bare split-and-create calls, made one after
+    the other and on two threads at once. Also the first Stream() of a fresh context, which
+    creates its driver stream."""
+    variants = ["ours: GreenContext(num_sms)", "driver: the same calls"]
+    if split_sms is not None:
+        variants += ["ours: GreenContext.split", "driver: split + 2 creates",
+                     "driver: split + 2 creates on 2 threads"]
+    if builtin.available:
+        variants.append("torch built-in: GreenContext.create")
+    create: dict[str, list[int]] = {name: [] for name in variants}
+    destroy: dict[str, list[int]] = {name: [] for name in variants}
+    first_stream: list[int] = []
+    granted: dict[str, list[int]] = {}
+
+    def ours_single() -> None:
+        elapsed, ctx = timed(lambda: GreenContext(num_sms=num_sms, device_id=device))
+        create[variants[0]].append(elapsed)
+        granted[variants[0]] = [ctx.sm_count]
+        stream_ns, stream = timed(ctx.Stream)
+        first_stream.append(stream_ns)
+        start = time.perf_counter_ns()
+        del stream, ctx
+        destroy[variants[0]].append(time.perf_counter_ns() - start)
+
+    def ours_split() -> None:
+        assert split_sms is not None
+        elapsed, contexts = timed(lambda: GreenContext.split(num_sms=split_sms, device_id=device))
+        create["ours: GreenContext.split"].append(elapsed)
+        granted["ours: GreenContext.split"] = [c.sm_count for c in contexts]
+        start = time.perf_counter_ns()
+        del contexts
+        destroy["ours: GreenContext.split"].append(time.perf_counter_ns() - start)
+
+    def raw(name: str, fn: Callable[[], tuple[int, int]]) -> Callable[[], None]:
+        def run() -> None:
+            created, destroyed = fn()
+            create[name].append(created)
+            destroy[name].append(destroyed)
+        return run
+
+    def reference() -> None:
+        name = "torch built-in: GreenContext.create"
+        elapsed, ctx = timed(lambda: builtin.create(num_sms, device))
+        create[name].append(elapsed)
+        start = time.perf_counter_ns()
+        del ctx
+        destroy[name].append(time.perf_counter_ns() - start)
+
+    runs: dict[str, Callable[[], None]] = {
+        variants[0]: ours_single,
+        variants[1]: raw(variants[1], lambda: _C._bench.raw_create(device, num_sms)),
+        "torch built-in: GreenContext.create": reference,
+    }
+    if split_sms is not None:
+        runs["ours: GreenContext.split"] = ours_split
+        runs["driver: split + 2 creates"] = raw(
+            "driver: split + 2 creates", lambda: _C._bench.raw_split_create(device, split_sms[0], False))
+        runs["driver: split + 2 creates on 2 threads"] = raw(
+            "driver: split + 2 creates on 2 threads",
+            lambda: _C._bench.raw_split_create(device, split_sms[0], True))
+    for name in variants:  # warm-up: first creations load modules and settle the driver
+        for _ in range(3):
+            runs[name]()
+        create[name].clear()
+        destroy[name].clear()
+    first_stream.clear()
+    gc.collect()
+    gc.disable()
+    try:
+        for _, name in interleaved(variants, rounds):
+            runs[name]()
+    finally:
+        gc.enable()
+    return {
+        "unit": "us",
+        "rounds": rounds,
+        "num_sms": num_sms,
+        "split_sms": list(split_sms) if split_sms else None,
+        "granted_sm_counts": granted,
+        "create": _collect(create),
+        "destroy": _collect(destroy),
+        "first_stream_of_fresh_context": summarize([t / NS_PER_US for t in first_stream]),
+    }
+
+
+def memory_cost(device: int, builtin: Builtin, contexts: int = 16) -> dict[str, Any]:
+    """Device memory (cuMemGetInfo) and host RSS held per context, per first stream of a
+    context, and per further stream, for ours and PyTorch's own contexts."""
+
+    def snapshot() -> tuple[int, int]:
+        torch.cuda.synchronize(device)
+        gc.collect()
+        return torch.cuda.mem_get_info(device)[0], host_rss_bytes()
+
+    def measure(make: Callable[[], Any], pool_size: int) -> dict[str, float]:
+        free0, rss0 = snapshot()
+        made = [make() for _ in range(contexts)]
+        free1, rss1 = snapshot()
+        streams = [ctx.Stream() for ctx in made]
+        free2, rss2 = snapshot()
+        more = [made[0].Stream() for _ in range(pool_size - 1)]
+        free3, rss3 = snapshot()
+        del more, streams, made
+        free4, rss4 = snapshot()
+        mib = float(1 << 20)
+        return {
+            "contexts": contexts,
+            "device_mib_per_context": (free0 - free1) / contexts / mib,
+            "host_mib_per_context": (rss1 - rss0) / contexts / mib,
+            "device_mib_per_first_stream": (free1 - free2) / contexts / mib,
+            "host_kib_per_first_stream": (rss2 - rss1) / contexts / 1024.0,
+            "further_streams": pool_size - 1,
+            "device_mib_per_further_stream": (free2 - free3) / (pool_size - 1) / mib,
+            "host_kib_per_further_stream": (rss3 - rss2) / (pool_size - 1) / 1024.0,
+            "device_mib_not_returned": (free0 - free4) / mib,
+        }
+
+    result: dict[str, Any] = {
+        "ours": measure(lambda: GreenContext(num_sms=16, device_id=device), 32),
+    }
+    if builtin.available:
+        result["torch built-in"] = measure(lambda: builtin.create(16, device), 32)
+    return result

@@ -1,0 +1,203 @@
+"""Targets, the printed table and the plots of a benchmark run (no GPU needed)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .stats import target
+
+STREAM_OURS = "ours: GreenContext.Stream()"
+CREATE_OURS = "ours: GreenContext(num_sms)"
+CREATE_RAW = "driver: the same calls"
+SPLIT_OURS = "ours: GreenContext.split"
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets, evaluated on whatever parts of the run are present."""
+    out: list[dict[str, Any]] = []
+    stream = results.get("stream")
+    if stream:
+        r = stream["results"]
+        builtin = r.get("torch built-in: GreenContext.Stream()", {}).get("median")
+        out.append(target("Stream() median host cost", r[STREAM_OURS]["median"], 2.0, unit="us",
+                          detail="torch built-in: " + (f"{builtin:.2f} us" if builtin else "n/a")))
+    create = results.get("create")
+    if create:
+        c = create["create"]
+        out.append(target("GreenContext(num_sms=16) / the bare driver calls",
+                          c[CREATE_OURS]["median"] / c[CREATE_RAW]["median"], 1.05, unit="x",
+                          detail=f"{c[CREATE_OURS]['median']:.0f} us vs {c[CREATE_RAW]['median']:.0f} us"))
+        if SPLIT_OURS in c:
+            out.append(target("GreenContext.split(num_sms=(16, 116)) / one GreenContext(num_sms=16)",
+                              c[SPLIT_OURS]["median"] / c[CREATE_OURS]["median"], 2.0, unit="x",
+                              detail=f"{c[SPLIT_OURS]['median']:.0f} us vs {c[CREATE_OURS]['median']:.0f} us"))
+    isolation = results.get("isolation")
+    if isolation:
+        loaded = _ours_loaded(isolation)
+        r = isolation["results"][loaded]
+        out.append(target("isolation p50 under load / idle on the partition", r["p50_vs_partition_idle"],
+                          1.10, unit="x", detail=f"p50 {r['device_us']['median']:.0f} us"))
+        out.append(target("isolation p99 under load / idle on the partition", r["p99_vs_partition_idle"],
+                          1.30, unit="x", detail=f"p99 {r['device_us']['p99']:.0f} us"))
+    fidelity = results.get("fidelity")
+    if fidelity:
+        full = max((v for k, v in fidelity["results"].items() if k.startswith("ours:")),
+                   key=lambda v: v["sm_count"])
+        out.append(target(f"GEMM TFLOP/s on a context of all {full['sm_count']} SMs / plain stream",
+                          full["ratio_to_plain"], 0.97, unit="x", higher_is_better=True,
+                          detail="interleaved medians"))
+    return out
+
+
+def _ours_loaded(isolation: dict[str, Any]) -> str:
+    return next(n for n in isolation["variants"] if n.startswith("ours:") and "load" in n)
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+
+
+def _f(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The whole run as Markdown tables."""
+    lines: list[str] = ["# torch_green_contexts benchmarks", ""]
+    env = results.get("environment", {})
+    lines += _table(["", ""], [[k, v] for k, v in env.items()]) + [""]
+    checks = results.get("targets", [])
+    if checks:
+        lines += ["## Targets", ""]
+        lines += _table(["target", "measured", "goal", "met", "detail"], [
+            [t["name"], _f(t["measured"]) + " " + t["unit"], f"{t['comparison']} {t['goal']} {t['unit']}",
+             {True: "yes", False: "NO", None: "n/a"}[t["met"]], t["detail"]] for t in checks]) + [""]
+    stream = results.get("stream")
+    if stream:
+        lines += [f"## Stream(): host cost per call, us ({stream['rounds']} interleaved rounds)", ""]
+        lines += _table(["variant", "median", "p10", "p90", "p99"], [
+            [name, _f(s["median"]), _f(s["p10"]), _f(s["p90"]), _f(s["p99"])]
+            for name, s in stream["results"].items()]) + [""]
+    create = results.get("create")
+    if create:
+        lines += [f"## Creating and destroying contexts, us ({create['rounds']} interleaved rounds)", ""]
+        rows = []
+        for name, s in create["create"].items():
+            d = create["destroy"].get(name)
+            rows.append([name, _f(s["median"], 0), _f(s["p90"], 0), _f(d["median"] if d else None, 0),
+                         create["granted_sm_counts"].get(name, "")])
+        fs = create["first_stream_of_fresh_context"]
+        rows.append(["ours: first Stream() of a fresh context", _f(fs["median"], 1), _f(fs["p90"], 1), "", ""])
+        lines += _table(["variant", "create median", "create p90", "destroy median", "SMs granted"], rows) + [""]
+    memory = results.get("memory")
+    if memory:
+        lines += ["## Memory held", ""]
+        keys = list(next(iter(memory.values())).keys())
+        lines += _table(["", *memory.keys()], [[k, *(_f(m.get(k)) for m in memory.values())] for k in keys]) + [""]
+    isolation = results.get("isolation")
+    if isolation:
+        lines += [f"## Isolation: {isolation['latency_gemm']} GEMM latency, load {isolation['load_gemm']}", ""]
+        rows = []
+        for name in isolation["variants"]:
+            r = isolation["results"][name]
+            sms = isolation["observed_sms"].get(name)
+            load = r["load_tflops"]
+            rows.append([name, _f(r["device_us"]["median"], 0), _f(r["device_us"]["p99"], 0),
+                         _f(r["p50_vs_partition_idle"]), _f(r["p99_vs_partition_idle"]),
+                         _f(r["host_us"]["median"], 0), _f(load["median"], 0) if load else "",
+                         f"{sms['latency_sms']}/{sms['load_sms']}/{sms['shared_sms']}" if sms else "",
+                         "yes" if r["result_correct"] else "NO"])
+        lines += _table(["variant", "p50 us", "p99 us", "p50 / idle partition", "p99 / idle partition",
+                         "host p50 us", "load TFLOP/s", "SMs latency/load/shared", "correct"], rows) + [""]
+    fidelity = results.get("fidelity")
+    if fidelity:
+        lines += [f"## Fidelity: {fidelity['gemm']} GEMM TFLOP/s ({fidelity['rounds']} interleaved rounds)", ""]
+        rows = []
+        for name, r in fidelity["results"].items():
+            rows.append([name, r["sm_count"], _f(r["tflops"]["median"], 0), _f(r["tflops"]["min"], 0),
+                         _f(r["tflops"]["max"], 0), _f(r["tflops_sequential_pass"], 0),
+                         _f(r["ratio_to_share_of_whole"], 3), _f(r["ratio_to_plain"], 3),
+                         _f(r["sm_clock_mhz"], 0)])
+        lines += _table(["variant", "SMs", "median", "min", "max", "one pass, plain first",
+                         "vs SMs/132 of plain", "vs plain", "SM clock MHz"], rows) + [""]
+        kernels = fidelity.get("kernels") or {}
+        if kernels:
+            lines += ["Kernels of one GEMM:", ""]
+            lines += [f"- {name}: {', '.join(k) if isinstance(k, list) else k}" for name, k in kernels.items()]
+            lines += [""]
+    return "\n".join(lines)
+
+
+def plots(results: dict[str, Any], out_dir: str) -> list[str]:
+    """fidelity.png and latency.png; returns the paths written (none without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    env = results.get("environment", {})
+    subtitle = f"{env.get('gpu', '')}, driver {env.get('cuda_driver', '')}, torch {env.get('torch', '')}"
+    fidelity = results.get("fidelity")
+    if fidelity:
+        r = fidelity["results"]
+        ours = sorted((v["sm_count"], v) for k, v in r.items() if k.startswith("ours:"))
+        whole = fidelity["whole_gpu_tflops"]
+        total = r["plain stream"]["sm_count"]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+        xs = [k for k, _ in ours]
+        left.plot([0, total], [0, whole], "--", color="grey", label="SMs/132 of a plain stream")
+        left.errorbar(xs, [v["tflops"]["median"] for _, v in ours],
+                      yerr=[[v["tflops"]["median"] - v["tflops"]["min"] for _, v in ours],
+                            [v["tflops"]["max"] - v["tflops"]["median"] for _, v in ours]],
+                      fmt="o-", capsize=3, label="green context (median, min-max)")
+        left.plot([total], [whole], "s", color="black", label="plain stream")
+        left.set_xlabel("SMs in the context")
+        left.set_ylabel("TFLOP/s")
+        left.set_title(f"{fidelity['gemm']} GEMM throughput")
+        left.legend()
+        left.grid(alpha=0.3)
+        right.axhline(1.0, color="grey", ls="--")
+        right.plot(xs, [v["ratio_to_share_of_whole"] for _, v in ours], "o-")
+        right.set_xlabel("SMs in the context")
+        right.set_ylabel("TFLOP/s / (SMs/132 x plain stream)")
+        right.set_title("per-SM throughput relative to the whole GPU")
+        right.grid(alpha=0.3)
+        fig.suptitle(subtitle)
+        fig.tight_layout()
+        path = os.path.join(out_dir, "fidelity.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    isolation = results.get("isolation")
+    if isolation:
+        fig, ax = plt.subplots(figsize=(12, 5.2))
+        for name in isolation["variants"]:
+            data = sorted(isolation["samples_device_us"][name])
+            ys = [(i + 1) / len(data) for i in range(len(data))]
+            ax.plot(data, ys, label=name, lw=1.6)
+        ax.set_xscale("log")
+        ax.axhline(0.5, color="grey", lw=0.6)
+        ax.axhline(0.99, color="grey", lw=0.6)
+        ax.set_xlabel(f"latency of one {isolation['latency_gemm']} GEMM, us (CUDA events, log scale)")
+        ax.set_ylabel("fraction of samples")
+        ax.set_title(f"latency under a saturating {isolation['load_gemm']} GEMM loop ({subtitle})")
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(alpha=0.3, which="both")
+        fig.tight_layout()
+        path = os.path.join(out_dir, "latency.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,62 @@
+"""Summary statistics, interleaving and targets: plain Python, no GPU needed."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator, Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation between closest ranks."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize(values: Iterable[float]) -> dict[str, float]:
+    """Count, median, mean, p1/p10/p90/p99, min and max of `values`."""
+    data = list(values)
+    if not data:
+        raise ValueError("summary of no values")
+    return {
+        "n": len(data),
+        "median": percentile(data, 50),
+        "mean": sum(data) / len(data),
+        "p1": percentile(data, 1),
+        "p10": percentile(data, 10),
+        "p90": percentile(data, 90),
+        "p99": percentile(data, 99),
+        "min": min(data),
+        "max": max(data),
+    }
+
+
+def interleaved(names: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
+    """(round, name) pairs: every name once per round, the starting name rotating each round,
+    so that no variant always runs first (clocks settle over a run) or always after another."""
+    count = len(names)
+    for r in range(rounds):
+        for i in range(count):
+            yield r, names[(r + i) % count]
+
+
+def target(name: str, measured: float | None, goal: float, *, unit: str, detail: str = "",
+           higher_is_better: bool = False) -> dict[str, object]:
+    """A target line for the report: met when `measured` is on the right side of `goal`."""
+    if measured is None:
+        met = None
+    else:
+        met = measured >= goal if higher_is_better else measured <= goal
+    return {
+        "name": name,
+        "measured": measured,
+        "goal": goal,
+        "unit": unit,
+        "comparison": ">=" if higher_is_better else "<=",
+        "met": met,
+        "detail": detail,
+    }

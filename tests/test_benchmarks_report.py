@@ -1,0 +1,107 @@
+"""The benchmarks' statistics, targets and report, on synthetic results (no GPU needed)."""
+
+import pytest
+
+from benchmarks import report
+from benchmarks.stats import interleaved, percentile, summarize, target
+
+
+def test_percentile_interpolates_between_ranks():
+    values = [5.0, 1.0, 3.0, 2.0, 4.0]
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 50) == 3.0
+    assert percentile(values, 100) == 5.0
+    assert percentile(values, 25) == 2.0
+    assert percentile([1.0, 2.0], 50) == 1.5
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_summary():
+    s = summarize(range(1, 101))
+    assert s["n"] == 100 and s["median"] == 50.5 and s["min"] == 1 and s["max"] == 100
+    assert s["p99"] == pytest.approx(99.01)
+
+
+def test_interleaving_rotates_the_first_variant():
+    order = list(interleaved(["a", "b", "c"], 3))
+    assert [name for _, name in order] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert [r for r, _ in order] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_target_direction():
+    assert target("x", 1.0, 2.0, unit="us")["met"] is True
+    assert target("x", 3.0, 2.0, unit="us")["met"] is False
+    assert target("x", 0.99, 0.97, unit="x", higher_is_better=True)["met"] is True
+    assert target("x", None, 0.97, unit="x")["met"] is None
+
+
+def _synthetic():
+    def s(median, p99=None):
+        return summarize([median] * 9 + [p99 if p99 is not None else median])
+
+    return {
+        "environment": {"gpu": "Test GPU", "cuda_driver": "13.0", "torch": "2.x"},
+        "stream": {"rounds": 10, "results": {report.STREAM_OURS: s(1.5),
+                                             "torch built-in: GreenContext.Stream()": s(9.0)}},
+        "create": {
+            "rounds": 10,
+            "create": {report.CREATE_OURS: s(1000.0), report.CREATE_RAW: s(990.0),
+                       report.SPLIT_OURS: s(2100.0)},
+            "destroy": {report.CREATE_OURS: s(100.0)},
+            "granted_sm_counts": {report.CREATE_OURS: [16]},
+            "first_stream_of_fresh_context": s(8.0),
+        },
+        "isolation": {
+            "latency_gemm": "2048^3 bf16", "load_gemm": "8192^3 bf16", "rounds": 1,
+            "variants": ["ours: 16-SM partition, idle", "ours: 16-SM partition, load on the other 116"],
+            "observed_sms": {"ours: 16-SM partition, load on the other 116":
+                             {"latency_sms": 16, "load_sms": 116, "shared_sms": 0}},
+            "results": {
+                "ours: 16-SM partition, idle": {
+                    "device_us": s(200.0, 210.0), "host_us": s(220.0), "p50_vs_partition_idle": 1.0,
+                    "p99_vs_partition_idle": 1.0, "load_tflops": None, "result_correct": True},
+                "ours: 16-SM partition, load on the other 116": {
+                    "device_us": s(212.0, 300.0), "host_us": s(230.0), "p50_vs_partition_idle": 1.06,
+                    "p99_vs_partition_idle": 1.43, "load_tflops": s(600.0), "result_correct": True},
+            },
+            "samples_device_us": {"ours: 16-SM partition, idle": [200.0, 201.0],
+                                  "ours: 16-SM partition, load on the other 116": [212.0, 300.0]},
+        },
+        "fidelity": {
+            "gemm": "8192^3 bf16", "rounds": 1, "whole_gpu_tflops": 700.0,
+            "results": {
+                "plain stream": {"sm_count": 132, "tflops": s(700.0), "tflops_sequential_pass": 780.0,
+                                 "ratio_to_share_of_whole": 1.0, "ratio_to_plain": 1.0, "sm_clock_mhz": 1700.0},
+                "ours: 16 SMs": {"sm_count": 16, "tflops": s(84.0), "tflops_sequential_pass": 84.0,
+                                 "ratio_to_share_of_whole": 0.99, "ratio_to_plain": 0.12, "sm_clock_mhz": None},
+                "ours: 132 SMs": {"sm_count": 132, "tflops": s(705.0), "tflops_sequential_pass": 700.0,
+                                  "ratio_to_share_of_whole": 1.007, "ratio_to_plain": 1.007, "sm_clock_mhz": 1690.0},
+            },
+            "kernels": {"plain stream": ["gemm_kernel"]},
+        },
+    }
+
+
+def test_targets_and_table_from_synthetic_results():
+    results = _synthetic()
+    checks = {t["name"]: t for t in report.targets(results)}
+    assert checks["Stream() median host cost"]["met"] is True
+    create = checks["GreenContext(num_sms=16) / the bare driver calls"]
+    assert create["measured"] == pytest.approx(1000.0 / 990.0) and create["met"] is True
+    split = checks["GreenContext.split(num_sms=(16, 116)) / one GreenContext(num_sms=16)"]
+    assert split["measured"] == pytest.approx(2.1) and split["met"] is False
+    assert checks["isolation p50 under load / idle on the partition"]["met"] is True
+    assert checks["isolation p99 under load / idle on the partition"]["met"] is False
+    assert checks["GEMM TFLOP/s on a context of all 132 SMs / plain stream"]["met"] is True
+    results["targets"] = list(checks.values())
+    text = report.markdown(results)
+    assert "| Stream() median host cost | 1.50 us | <= 2.0 us | yes |" in text
+    assert "16/116/0" in text and "NO" in text
+
+
+def test_plots_written_when_matplotlib_is_there(tmp_path):
+    pytest.importorskip("matplotlib")
+    written = report.plots(_synthetic(), str(tmp_path))
+    assert sorted(p.rsplit("/", 1)[1] for p in written) == ["fidelity.png", "latency.png"]
+    assert all((tmp_path / name).stat().st_size > 10_000 for name in ("fidelity.png", "latency.png"))
