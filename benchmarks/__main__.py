@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, Callable[[], Any]] = {
         "memory": lambda: host_costs.memory_cost(device, builtin, contexts=4 if q else 16),
         "stream": lambda: host_costs.stream_cost(device, builtin, rounds=200 if q else 2000),
-        "create": lambda: host_costs.create_cost(device, builtin, rounds=8 if q else 100,
+        "create": lambda: host_costs.create_cost(device, builtin, rounds=8 if q else 300,
                                                  split_sms=(16, results["environment"]["sm_count"] - 16)),
         "isolation": lambda: isolation.run(device, builtin, rounds=2 if q else 10, samples=30 if q else 100),
         "fidelity": lambda: fidelity.run(device, rounds=2 if q else 5),

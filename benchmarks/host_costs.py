@@ -10,6 +10,8 @@ from typing import Any, Callable
 import torch
 
 from torch_green_contexts import GreenContext, _C
+from torch_green_contexts._device import resolve_device
+from torch_green_contexts._validation import as_count
 
 from .environment import Builtin, host_rss_bytes, timed
 from .stats import interleaved, summarize
@@ -60,87 +62,118 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
     """Microseconds to create (and, separately, destroy) a context of `num_sms` SMs: ours, the
     same driver calls made bare from C++, and PyTorch's own. With `split_sms` (a, b) also
     GreenContext.split(num_sms=(a, b)) against the bare split-and-create calls, made one after
-    the other and on two threads at once. Also the first Stream() of a fresh context, which
-    creates its driver stream."""
-    variants = ["ours: GreenContext(num_sms)", "driver: the same calls"]
+    the other and on two threads at once. Also the first Stream() of a fresh context (which
+    creates its driver stream) and where GreenContext(num_sms) spends its time, step by step."""
+    ours_name, raw_name = "ours: GreenContext(num_sms)", "driver: the same calls"
+    steps_name = "ours: the same, step by step"
+    split_name, builtin_name = "ours: GreenContext.split", "torch built-in: GreenContext.create"
+    raw_split, raw_split_threads = "driver: split + 2 creates", "driver: split + 2 creates on 2 threads"
+    variants = [ours_name, raw_name, steps_name]
     if split_sms is not None:
-        variants += ["ours: GreenContext.split", "driver: split + 2 creates",
-                     "driver: split + 2 creates on 2 threads"]
+        variants += [split_name, raw_split, raw_split_threads]
     if builtin.available:
-        variants.append("torch built-in: GreenContext.create")
+        variants.append(builtin_name)
     create: dict[str, list[int]] = {name: [] for name in variants}
     destroy: dict[str, list[int]] = {name: [] for name in variants}
+    steps: dict[str, list[int]] = {
+        "device and argument checks": [], "_C.partition_with_at_least (split)": [],
+        "_C._GreenContext.create": [], "driver: split part": [], "driver: create part": []}
     first_stream: list[int] = []
     granted: dict[str, list[int]] = {}
 
     def ours_single() -> None:
         elapsed, ctx = timed(lambda: GreenContext(num_sms=num_sms, device_id=device))
-        create[variants[0]].append(elapsed)
-        granted[variants[0]] = [ctx.sm_count]
+        create[ours_name].append(elapsed)
+        granted[ours_name] = [ctx.sm_count]
         stream_ns, stream = timed(ctx.Stream)
         first_stream.append(stream_ns)
         start = time.perf_counter_ns()
         del stream, ctx
-        destroy[variants[0]].append(time.perf_counter_ns() - start)
+        destroy[ours_name].append(time.perf_counter_ns() - start)
+
+    def ours_steps() -> None:
+        t0 = time.perf_counter_ns()
+        dev = resolve_device(device)
+        as_count("num_sms", num_sms)
+        _C.device_sm_count(dev)
+        t1 = time.perf_counter_ns()
+        partition = _C.partition_with_at_least(dev, num_sms)
+        t2 = time.perf_counter_ns()
+        native = _C._GreenContext.create(dev, partition, None, None)
+        t3 = time.perf_counter_ns()
+        steps["device and argument checks"].append(t1 - t0)
+        steps["_C.partition_with_at_least (split)"].append(t2 - t1)
+        steps["_C._GreenContext.create"].append(t3 - t2)
+        create[steps_name].append(t3 - t0)
+        start = time.perf_counter_ns()
+        del native, partition
+        destroy[steps_name].append(time.perf_counter_ns() - start)
 
     def ours_split() -> None:
         assert split_sms is not None
         elapsed, contexts = timed(lambda: GreenContext.split(num_sms=split_sms, device_id=device))
-        create["ours: GreenContext.split"].append(elapsed)
-        granted["ours: GreenContext.split"] = [c.sm_count for c in contexts]
+        create[split_name].append(elapsed)
+        granted[split_name] = [c.sm_count for c in contexts]
         start = time.perf_counter_ns()
         del contexts
-        destroy["ours: GreenContext.split"].append(time.perf_counter_ns() - start)
+        destroy[split_name].append(time.perf_counter_ns() - start)
 
-    def raw(name: str, fn: Callable[[], tuple[int, int]]) -> Callable[[], None]:
+    def raw(name: str, fn: Callable[[], tuple[int, int, int]]) -> Callable[[], None]:
         def run() -> None:
-            created, destroyed = fn()
+            created, destroyed, split_part = fn()
             create[name].append(created)
             destroy[name].append(destroyed)
+            if name == raw_name:
+                steps["driver: split part"].append(split_part)
+                steps["driver: create part"].append(created - split_part)
         return run
 
     def reference() -> None:
-        name = "torch built-in: GreenContext.create"
         elapsed, ctx = timed(lambda: builtin.create(num_sms, device))
-        create[name].append(elapsed)
+        create[builtin_name].append(elapsed)
         start = time.perf_counter_ns()
         del ctx
-        destroy[name].append(time.perf_counter_ns() - start)
+        destroy[builtin_name].append(time.perf_counter_ns() - start)
 
     runs: dict[str, Callable[[], None]] = {
-        variants[0]: ours_single,
-        variants[1]: raw(variants[1], lambda: _C._bench.raw_create(device, num_sms)),
-        "torch built-in: GreenContext.create": reference,
+        ours_name: ours_single,
+        raw_name: raw(raw_name, lambda: _C._bench.raw_create(device, num_sms)),
+        steps_name: ours_steps,
+        builtin_name: reference,
     }
     if split_sms is not None:
-        runs["ours: GreenContext.split"] = ours_split
-        runs["driver: split + 2 creates"] = raw(
-            "driver: split + 2 creates", lambda: _C._bench.raw_split_create(device, split_sms[0], False))
-        runs["driver: split + 2 creates on 2 threads"] = raw(
-            "driver: split + 2 creates on 2 threads",
-            lambda: _C._bench.raw_split_create(device, split_sms[0], True))
+        runs[split_name] = ours_split
+        runs[raw_split] = raw(raw_split, lambda: _C._bench.raw_split_create(device, split_sms[0], False))
+        runs[raw_split_threads] = raw(
+            raw_split_threads, lambda: _C._bench.raw_split_create(device, split_sms[0], True))
     for name in variants:  # warm-up: first creations load modules and settle the driver
         for _ in range(3):
             runs[name]()
-        create[name].clear()
-        destroy[name].clear()
-    first_stream.clear()
+    for series in (*create.values(), *destroy.values(), *steps.values(), first_stream):
+        series.clear()
     gc.collect()
+    free_before = torch.cuda.mem_get_info(device)[0]
     gc.disable()
     try:
         for _, name in interleaved(variants, rounds):
             runs[name]()
     finally:
         gc.enable()
+    gc.collect()
+    free_after = torch.cuda.mem_get_info(device)[0]
     return {
         "unit": "us",
         "rounds": rounds,
+        "device_free_mib_change_over_all_rounds": (free_after - free_before) / float(1 << 20),
         "num_sms": num_sms,
         "split_sms": list(split_sms) if split_sms else None,
         "granted_sm_counts": granted,
         "create": _collect(create),
         "destroy": _collect(destroy),
+        "steps": _collect(steps),
         "first_stream_of_fresh_context": summarize([t / NS_PER_US for t in first_stream]),
+        "samples_create_us": {name: [round(t / NS_PER_US, 1) for t in values]
+                              for name, values in create.items()},
     }
 
 

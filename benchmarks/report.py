@@ -98,6 +98,10 @@ def markdown(results: dict[str, Any]) -> str:
         fs = create["first_stream_of_fresh_context"]
         rows.append(["ours: first Stream() of a fresh context", _f(fs["median"], 1), _f(fs["p90"], 1), "", ""])
         lines += _table(["variant", "create median", "create p90", "destroy median", "SMs granted"], rows) + [""]
+        if create.get("steps"):
+            lines += ["Where the time goes (medians, us):", ""]
+            lines += _table(["step", "median", "p90"], [[name, _f(s["median"], 1), _f(s["p90"], 1)]
+                                                       for name, s in create["steps"].items()]) + [""]
     memory = results.get("memory")
     if memory:
         lines += ["## Memory held", ""]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Iterable, Iterator, Sequence
 
 
@@ -35,13 +36,16 @@ def summarize(values: Iterable[float]) -> dict[str, float]:
     }
 
 
-def interleaved(names: Sequence[str], rounds: int) -> Iterator[tuple[int, str]]:
-    """(round, name) pairs: every name once per round, the starting name rotating each round,
-    so that no variant always runs first (clocks settle over a run) or always after another."""
-    count = len(names)
+def interleaved(names: Sequence[str], rounds: int, seed: int = 0) -> Iterator[tuple[int, str]]:
+    """(round, name) pairs: every name once per round, in a new order each round (seeded, so
+    runs repeat), so that no variant always runs first while clocks settle, nor always right
+    after the same other variant."""
+    shuffle = random.Random(seed)
     for r in range(rounds):
-        for i in range(count):
-            yield r, names[(r + i) % count]
+        order = list(names)
+        shuffle.shuffle(order)
+        for name in order:
+            yield r, name
 
 
 def target(name: str, measured: float | None, goal: float, *, unit: str, detail: str = "",

@@ -138,6 +138,25 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("device"), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
           py::arg("workqueue_concurrency_limit").none(true))
+      .def_static(
+          "create_all",
+          [](int device, const std::vector<std::shared_ptr<SmPartition>>& partitions,
+             std::optional<std::string> scope, std::optional<unsigned> limit) {
+            auto workqueue = workqueue_config(scope, limit);
+            std::vector<const SmPartition*> raw;
+            for (const auto& partition : partitions) raw.push_back(partition.get());
+            std::vector<std::shared_ptr<GreenContext>> made;
+            {
+              py::gil_scoped_release release;
+              torch_bridge::ensure_primary_context(device);
+              made = GreenContext::create_all(device, raw, workqueue);
+            }
+            std::vector<std::shared_ptr<GreenContext>> out;
+            for (auto& context : made) out.push_back(release_gil_on_destruction(std::move(context)));
+            return out;
+          },
+          py::arg("device"), py::arg("sm_partitions"), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true))
       .def_property_readonly("device", &GreenContext::device)
       .def_property_readonly("sm_count", &GreenContext::sm_count)
       .def_property_readonly("locality_domain_id", &GreenContext::locality_domain_id)
@@ -203,7 +222,7 @@ PYBIND11_MODULE(_C, m) {
 
   // Baselines for benchmarks/: the raw driver calls behind the public calls, timed in C++.
   py::module_ bench = m.def_submodule("_bench");
-  auto timing = [](bench::Timing t) { return py::make_tuple(t.create_ns, t.destroy_ns); };
+  auto timing = [](bench::Timing t) { return py::make_tuple(t.create_ns, t.destroy_ns, t.split_ns); };
   bench.def(
       "raw_create", [timing](int device, unsigned min_sms) {
         bench::Timing t;

@@ -23,10 +23,17 @@ def test_summary():
     assert s["p99"] == pytest.approx(99.01)
 
 
-def test_interleaving_rotates_the_first_variant():
-    order = list(interleaved(["a", "b", "c"], 3))
-    assert [name for _, name in order] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert [r for r, _ in order] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+def test_interleaving_runs_each_variant_once_per_round_in_varying_order():
+    names = ["a", "b", "c", "d"]
+    order = list(interleaved(names, 50))
+    assert len(order) == 200
+    rounds = [[n for r, n in order if r == i] for i in range(50)]
+    assert all(sorted(r) == names for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 10
+    assert {r[0] for r in rounds} == set(names)
+    predecessors = {(a, b) for r in rounds for a, b in zip(r, r[1:])}
+    assert len(predecessors) == 12  # every ordered pair occurs
+    assert list(interleaved(names, 5)) == list(interleaved(names, 5))
 
 
 def test_target_direction():
@@ -51,6 +58,7 @@ def _synthetic():
             "destroy": {report.CREATE_OURS: s(100.0)},
             "granted_sm_counts": {report.CREATE_OURS: [16]},
             "first_stream_of_fresh_context": s(8.0),
+            "steps": {"_C._GreenContext.create": s(950.0)},
         },
         "isolation": {
             "latency_gemm": "2048^3 bf16", "load_gemm": "8192^3 bf16", "rounds": 1,
@@ -98,6 +106,7 @@ def test_targets_and_table_from_synthetic_results():
     text = report.markdown(results)
     assert "| Stream() median host cost | 1.50 us | <= 2.0 us | yes |" in text
     assert "16/116/0" in text and "NO" in text
+    assert "| _C._GreenContext.create | 950.0 |" in text
 
 
 def test_plots_written_when_matplotlib_is_there(tmp_path):

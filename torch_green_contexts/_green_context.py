@@ -80,9 +80,18 @@ class GreenContext:
                     f"got {count}"
                 )
             partition = _C.partition_with_at_least(device, count)
-        self._native = _C._GreenContext.create(device, partition, scope, limit)
+        self._adopt_native(_C._GreenContext.create(device, partition, scope, limit))
+
+    def _adopt_native(self, native: object) -> None:
+        self._native = native
         self._previous_stream: torch.cuda.Stream | None = None
         self._current_stream: GreenContextStream | None = None
+
+    @classmethod
+    def _of_native(cls, native: object) -> GreenContext:
+        self = object.__new__(cls)
+        self._adopt_native(native)
+        return self
 
     @staticmethod
     def create(
@@ -131,10 +140,8 @@ class GreenContext:
         if scope is not None:
             _C.max_workqueue_concurrency(device)  # raises if the driver lacks workqueues
         groups, _ = SMPartition.from_device(device)._split_checked(requests)
-        return tuple(
-            GreenContext(sm_partition=group, workqueue_scope=scope, workqueue_concurrency_limit=limit)
-            for group in groups
-        )
+        natives = _C._GreenContext.create_all(device, [g._native for g in groups], scope, limit)
+        return tuple(GreenContext._of_native(native) for native in natives)
 
     @staticmethod
     def max_workqueue_concurrency(device_id: int | None = None) -> int:

@@ -78,6 +78,7 @@ Timing raw_create(int device, unsigned min_sms) {
   Timing timing;
   Clock::time_point start = Clock::now();
   Split split = split_device(api, device, min_sms);
+  timing.split_ns = since(start);
   Made made = make_context(api, split.device, split.group);
   timing.create_ns = since(start);
   timing.destroy_ns = destroy(api, {made.green_ctx});
@@ -89,6 +90,7 @@ Timing raw_split_create(int device, unsigned first_sms, bool concurrently) {
   Timing timing;
   Clock::time_point start = Clock::now();
   Split split = split_device(api, device, first_sms);
+  timing.split_ns = since(start);
   Made first, second;
   if (concurrently) {
     std::exception_ptr error;

@@ -8,8 +8,9 @@
 namespace tgc::bench {
 
 struct Timing {
-  std::int64_t create_ns = 0;
+  std::int64_t create_ns = 0;   // all the calls of the creation, the split included
   std::int64_t destroy_ns = 0;
+  std::int64_t split_ns = 0;    // the part of create_ns up to the end of the split
 };
 
 // cuDeviceGet, cuDeviceGetDevResource, cuDevSmResourceSplitByCount (one group of at least

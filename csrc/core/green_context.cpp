@@ -1,9 +1,13 @@
 #include "green_context.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "device.h"
@@ -154,6 +158,38 @@ std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition
       new GreenContext(device, guard.release(), context, actual, sm->coscheduled_sm_count(), kind,
                        sm->keep_alive()));
   return result;
+}
+
+std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
+    int device, const std::vector<const SmPartition*>& partitions,
+    const std::optional<WorkqueueConfig>& workqueue) {
+  constexpr std::size_t kMaxThreads = 8;
+  const std::size_t count = partitions.size();
+  std::vector<std::shared_ptr<GreenContext>> made(count);
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+      try {
+        made[i] = create(device, partitions[i], workqueue);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  const std::size_t extra = std::min(count, kMaxThreads) - (count > 0 ? 1 : 0);
+  try {
+    for (std::size_t t = 0; t < extra; ++t) helpers.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads to be had: the threads already started and this one do the rest.
+  }
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);  // `made` releases the contexts that were made
+  }
+  return made;
 }
 
 SmPartition GreenContext::sm_partition(const std::shared_ptr<GreenContext>& self) {

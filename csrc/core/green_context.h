@@ -57,6 +57,13 @@ class GreenContext {
                                               const std::optional<WorkqueueConfig>& workqueue,
                                               Kind kind = Kind::kUser);
 
+  // One context per partition, all on `device`, created concurrently (the driver lets
+  // several threads create contexts at once, and creation is mostly waiting on the driver).
+  // Either every context is made or none is kept, and the first error is rethrown.
+  static std::vector<std::shared_ptr<GreenContext>> create_all(
+      int device, const std::vector<const SmPartition*>& partitions,
+      const std::optional<WorkqueueConfig>& workqueue);
+
   GreenContext(const GreenContext&) = delete;
   GreenContext& operator=(const GreenContext&) = delete;
   GreenContext(GreenContext&&) = delete;

@@ -384,6 +384,42 @@ TEST_F(EmulatedSplit, AGroupTakingTheRestNeedsNoInternalContext) {
   EXPECT_EQ(live_counts().internal_contexts, 0u);
 }
 
+TEST_F(EmulatedSplit, CreateAllMakesEveryGroupConcurrently) {
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(15, group(8)), SplitPath::kEmulated);
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  auto contexts = GreenContext::create_all(0, parts, std::nullopt);
+  ASSERT_EQ(contexts.size(), 15u);
+  std::set<int> seen;
+  for (const auto& ctx : contexts) {
+    EXPECT_EQ(ctx->sm_count(), 8u);
+    for (int sm : sms_of(*ctx)) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+  }
+  EXPECT_EQ(live_counts().contexts, 15u);
+  contexts.clear();
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+  EXPECT_TRUE(GreenContext::create_all(0, {}, std::nullopt).empty());
+}
+
+TEST_F(EmulatedSplit, CreateAllKeepsNothingWhenOneCreationFails) {
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(4, group(8)), SplitPath::kEmulated);
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  sim().fail_next("cuGreenCtxCreate", 2 /* CUDA_ERROR_OUT_OF_MEMORY */, 2);
+  try {
+    GreenContext::create_all(0, parts, std::nullopt);
+    FAIL() << "no error";
+  } catch (const DriverError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuGreenCtxCreate"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+  EXPECT_EQ(sim().misuse(), 0);
+}
+
 TEST_F(EmulatedSplit, InternalContextsLiveAsLongAsTheirPartitions) {
   SmPartition whole = SmPartition::from_device(0);
   auto result = std::make_unique<SplitResult>(split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated));
