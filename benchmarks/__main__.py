@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Callable
 
-SUITES = ("memory", "stream", "create", "isolation", "fidelity")
+SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks need a CUDA GPU; none is visible", file=sys.stderr)
         return 2
-    from . import fidelity, host_costs, isolation, report
+    from . import churn, fidelity, host_costs, isolation, report
     from .environment import Builtin, describe
 
     os.makedirs(args.out, exist_ok=True)
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         "stream": lambda: host_costs.stream_cost(device, builtin, rounds=200 if q else 2000),
         "create": lambda: host_costs.create_cost(device, builtin, rounds=8 if q else 300,
                                                  split_sms=(16, results["environment"]["sm_count"] - 16)),
+        "churn": lambda: churn.run(device, builtin, cycles=20 if q else 200),
         "isolation": lambda: isolation.run(device, builtin, rounds=2 if q else 10, samples=30 if q else 100),
         "fidelity": lambda: fidelity.run(device, rounds=2 if q else 5),
     }

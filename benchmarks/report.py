@@ -107,6 +107,13 @@ def markdown(results: dict[str, Any]) -> str:
         lines += ["## Memory held", ""]
         keys = list(next(iter(memory.values())).keys())
         lines += _table(["", *memory.keys()], [[k, *(_f(m.get(k)) for m in memory.values())] for k in keys]) + [""]
+    churn = results.get("churn")
+    if churn:
+        lines += ["## Churn: memory kept per create/destroy cycle", ""]
+        lines += _table(["way", "cycles", "device KiB per cycle", "host KiB per cycle"], [
+            [name, r["cycles"], _f(r["device_kib_per_cycle"], 0), _f(r["host_kib_per_cycle"], 0)]
+            for name, r in churn["results"].items()]) + [""]
+        lines += [f"- {k}: {_f(v, 0)}" for k, v in churn["recovery"].items()] + [""]
     isolation = results.get("isolation")
     if isolation:
         lines += [f"## Isolation: {isolation['latency_gemm']} GEMM latency, load {isolation['load_gemm']}", ""]

@@ -224,15 +224,15 @@ PYBIND11_MODULE(_C, m) {
   py::module_ bench = m.def_submodule("_bench");
   auto timing = [](bench::Timing t) { return py::make_tuple(t.create_ns, t.destroy_ns, t.split_ns); };
   bench.def(
-      "raw_create", [timing](int device, unsigned min_sms) {
+      "raw_create", [timing](int device, unsigned min_sms, bool bare) {
         bench::Timing t;
         {
           py::gil_scoped_release release;
-          t = bench::raw_create(device, min_sms);
+          t = bench::raw_create(device, min_sms, bare);
         }
         return timing(t);
       },
-      py::arg("device"), py::arg("min_sms"));
+      py::arg("device"), py::arg("min_sms"), py::arg("bare") = false);
   bench.def(
       "raw_split_create", [timing](int device, unsigned first_sms, bool concurrently) {
         bench::Timing t;

@@ -60,6 +60,9 @@ def _synthetic():
             "first_stream_of_fresh_context": s(8.0),
             "steps": {"_C._GreenContext.create": s(950.0)},
         },
+        "churn": {"results": {"driver: create + destroy only": {
+            "cycles": 200, "device_kib_per_cycle": 4096.0, "host_kib_per_cycle": 1696.9}},
+            "recovery": {"device_mib_lost_in_all": 800.0}},
         "isolation": {
             "latency_gemm": "2048^3 bf16", "load_gemm": "8192^3 bf16", "rounds": 1,
             "variants": ["ours: 16-SM partition, idle", "ours: 16-SM partition, load on the other 116"],
@@ -107,6 +110,7 @@ def test_targets_and_table_from_synthetic_results():
     assert "| Stream() median host cost | 1.50 us | <= 2.0 us | yes |" in text
     assert "16/116/0" in text and "NO" in text
     assert "| _C._GreenContext.create | 950.0 |" in text
+    assert "| driver: create + destroy only | 200 | 4096 | 1697 |" in text
 
 
 def test_plots_written_when_matplotlib_is_there(tmp_path):

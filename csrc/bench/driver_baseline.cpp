@@ -30,13 +30,15 @@ struct Made {
 };
 
 // What GreenContext::create does with a partition in hand.
-Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource sm) {
+Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource sm,
+                  bool bare = false) {
   abi::CUdevResourceDesc desc = nullptr;
   api.check(api.cuDevResourceGenerateDesc(&desc, &sm, 1), "cuDevResourceGenerateDesc");
   auto create = api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
   Made made;
   api.check(create(&made.green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM),
             "cuGreenCtxCreate");
+  if (bare) return made;
   abi::CUcontext context = nullptr;
   api.check(api.cuCtxFromGreenCtx(&context, made.green_ctx), "cuCtxFromGreenCtx");
   abi::CUdevResource actual = zeroed();
@@ -73,13 +75,13 @@ std::int64_t destroy(const DriverApi& api, std::initializer_list<abi::CUgreenCtx
 
 }  // namespace
 
-Timing raw_create(int device, unsigned min_sms) {
+Timing raw_create(int device, unsigned min_sms, bool bare) {
   const DriverApi& api = driver();
   Timing timing;
   Clock::time_point start = Clock::now();
   Split split = split_device(api, device, min_sms);
   timing.split_ns = since(start);
-  Made made = make_context(api, split.device, split.group);
+  Made made = make_context(api, split.device, split.group, bare);
   timing.create_ns = since(start);
   timing.destroy_ns = destroy(api, {made.green_ctx});
   return timing;

@@ -15,8 +15,9 @@ struct Timing {
 
 // cuDeviceGet, cuDeviceGetDevResource, cuDevSmResourceSplitByCount (one group of at least
 // `min_sms`), cuDevResourceGenerateDesc, cuGreenCtxCreate, cuCtxFromGreenCtx,
-// cuGreenCtxGetDevResource; then cuGreenCtxDestroy.
-Timing raw_create(int device, unsigned min_sms);
+// cuGreenCtxGetDevResource; then cuGreenCtxDestroy. With `bare`, only the calls that make and
+// destroy the context (no cuCtxFromGreenCtx, no cuGreenCtxGetDevResource).
+Timing raw_create(int device, unsigned min_sms, bool bare = false);
 
 // One cuDevSmResourceSplitByCount into `first_sms` and the remainder, then a context of each
 // (as raw_create does after its split). With `concurrently`, the two contexts are created on
