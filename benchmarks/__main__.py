@@ -19,7 +19,19 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated suites to run (default: all of {', '.join(SUITES)})")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, for a smoke run")
+    parser.add_argument("--replot", metavar="RESULTS_JSON",
+                        help="only redraw the table and plots of a saved results.json into --out")
     args = parser.parse_args(argv)
+    if args.replot:
+        from . import report
+
+        with open(args.replot) as f:
+            saved = json.load(f)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "table.md"), "w") as f:
+            f.write(report.markdown(saved) + "\n")
+        print("wrote", ", ".join([os.path.join(args.out, "table.md"), *report.plots(saved, args.out)]))
+        return 0
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SUITES))
     if unknown:

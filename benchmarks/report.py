@@ -203,7 +203,8 @@ def plots(results: dict[str, Any], out_dir: str) -> list[str]:
         ax.axhline(0.99, color="grey", lw=0.6)
         ax.set_xlabel(f"latency of one {isolation['latency_gemm']} GEMM, us (CUDA events, log scale)")
         ax.set_ylabel("fraction of samples")
-        ax.set_title(f"latency under a saturating {isolation['load_gemm']} GEMM loop ({subtitle})")
+        ax.set_title(f"{isolation['latency_gemm']} GEMM latency while a {isolation['load_gemm'].split(',')[0]} "
+                     f"GEMM loop saturates the rest\n{subtitle}")
         ax.legend(fontsize=8, loc="lower right")
         ax.grid(alpha=0.3, which="both")
         fig.tight_layout()
