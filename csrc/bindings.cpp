@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bench/driver_baseline.h"
+#include "core/context_recycler.h"
 #include "core/device.h"
 #include "core/driver_info.h"
 #include "core/errors.h"
@@ -210,8 +211,18 @@ PYBIND11_MODULE(_C, m) {
     result["contexts"] = counts.contexts;
     result["internal_contexts"] = counts.internal_contexts;
     result["streams"] = counts.streams;
+    result["idle_contexts"] = counts.idle_contexts;
+    result["idle_streams"] = counts.idle_streams;
     return result;
   });
+  m.def(
+      "release_idle_contexts", [] { ContextRecycler::instance().release_all(); },
+      py::call_guard<py::gil_scoped_release>());
+  m.def("idle_context_limit", [] { return ContextRecycler::instance().limit(); });
+  m.def(
+      "set_idle_context_limit", [](std::size_t limit) { ContextRecycler::instance().set_limit(limit); },
+      py::arg("limit"), py::call_guard<py::gil_scoped_release>());
+  m.attr("IDLE_LIMIT_ENV") = idle_limit_env();
   m.def("entry_points", [] {
     py::dict result;
     for (const EntryPointStatus& entry : entry_point_status()) {

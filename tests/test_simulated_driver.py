@@ -74,7 +74,11 @@ SCRIPT = textwrap.dedent(
     version = main()
     import gc
     gc.collect()
-    assert tgc.live_counts() == {"contexts": 0, "internal_contexts": 0, "streams": 0}, tgc.live_counts()
+    counts = tgc.live_counts()
+    assert (counts["contexts"], counts["internal_contexts"], counts["streams"]) == (0, 0, 0), counts
+    assert counts["idle_contexts"] > 0, counts  # dropped contexts are kept for reuse
+    tgc.release_idle_contexts()
+    assert tgc.live_counts() == dict(counts, idle_contexts=0, idle_streams=0)
     print("ok", version)
     """
 )

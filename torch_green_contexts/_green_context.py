@@ -183,6 +183,12 @@ class GreenContext:
         after the work already queued on the previous current stream.
         """
         warnings.warn(_DEPRECATION.format(name="set_context"), FutureWarning, stacklevel=2)
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(
+                "set_context() cannot be used while a CUDA graph is being captured (it would "
+                "switch the capturing stream); capture on a stream of this context instead: "
+                "`with torch.cuda.graph(graph, stream=ctx.Stream()):`"
+            )
         if self._previous_stream is not None:
             raise RuntimeError(
                 "set_context() was already called on this green context; call pop_context() first"

@@ -1,13 +1,17 @@
 #include "driver_api.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cstdlib>
+#include <atomic>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "errors.h"
+#include "warnings.h"
 
 namespace tgc {
 
@@ -35,6 +39,10 @@ void* open_library(const std::string& name, std::string* error) {
   }
   return handle;
 }
+
+// Set in the child of a fork() made after the driver was initialised: CUDA cannot be used
+// there (the driver's state belongs to the parent), and calls may fail or hang.
+std::atomic<bool> g_forked_after_init{false};
 
 }  // namespace
 
@@ -78,6 +86,7 @@ void DriverApi::load() {
     }
     throw std::runtime_error("cuInit failed with CUresult " + std::to_string(result));
   }
+  pthread_atfork(nullptr, nullptr, [] { g_forked_after_init.store(true); });
 }
 
 const DriverApi& DriverApi::get() {
@@ -92,6 +101,12 @@ const DriverApi& DriverApi::get() {
     }
   });
   if (load_error) std::rethrow_exception(load_error);
+  if (g_forked_after_init.load()) {
+    throw std::runtime_error(
+        "CUDA was initialised in the parent of this process before fork(), so it cannot be used "
+        "in this child; start worker processes with the 'spawn' or 'forkserver' method "
+        "(multiprocessing.set_start_method('spawn'))");
+  }
   return table;
 }
 
@@ -154,6 +169,17 @@ int installed_driver_version() noexcept {
   if (get_version == nullptr || get_version(&version) != abi::CUDA_SUCCESS) version = 0;
   dlclose(handle);
   return version;
+}
+
+void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept {
+  if (result == abi::CUDA_SUCCESS || result == abi::CUDA_ERROR_DEINITIALIZED) return;
+  try {
+    const DriverApi& api = driver();
+    warn(std::string(call) + " failed during cleanup: " + api.error_name(result) + " (" +
+         std::to_string(result) + "): " + api.error_text(result));
+  } catch (...) {
+    warn(std::string(call) + " failed during cleanup with CUresult " + std::to_string(result));
+  }
 }
 
 }  // namespace tgc

@@ -105,4 +105,8 @@ class DriverApi {
 // Shorthand for DriverApi::get().
 inline const DriverApi& driver() { return DriverApi::get(); }
 
+// For cleanup (destructors): warns that `call` failed, unless `result` is success or says the
+// driver is already shut down (at process exit its teardown releases everything). Never throws.
+void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept;
+
 }  // namespace tgc

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "context_recycler.h"
 #include "cuda_abi.h"
 #include "sm_partition.h"
 
@@ -25,27 +26,13 @@ struct WorkqueueConfig {
 
 // Counts of what the core holds right now, for leak checks.
 struct LiveCounts {
-  std::size_t contexts = 0;           // green contexts made for users
-  std::size_t internal_contexts = 0;  // made by emulated splits
-  std::size_t streams = 0;
+  std::size_t contexts = 0;           // green contexts in use by users
+  std::size_t internal_contexts = 0;  // in use by emulated splits
+  std::size_t streams = 0;            // streams of the contexts in use
+  std::size_t idle_contexts = 0;      // kept for reuse (ContextRecycler)
+  std::size_t idle_streams = 0;       // streams of the idle contexts
 };
 LiveCounts live_counts();
-
-// A move-only owner of one stream: synchronises and destroys it on destruction.
-class OwnedStream {
- public:
-  explicit OwnedStream(abi::CUstream stream) noexcept : stream_(stream) {}
-  OwnedStream(OwnedStream&& other) noexcept;
-  OwnedStream& operator=(OwnedStream&& other) noexcept;
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  ~OwnedStream();
-  abi::CUstream get() const noexcept { return stream_; }
-
- private:
-  void reset() noexcept;
-  abi::CUstream stream_ = nullptr;
-};
 
 class GreenContext {
  public:
@@ -71,9 +58,9 @@ class GreenContext {
   ~GreenContext();
 
   int device() const noexcept { return device_; }
-  abi::CUgreenCtx handle() const noexcept { return green_ctx_; }
-  abi::CUcontext context() const noexcept { return context_; }
-  unsigned sm_count() const noexcept { return resource_.sm.smCount; }
+  abi::CUgreenCtx handle() const noexcept { return handles_->green_ctx; }
+  abi::CUcontext context() const noexcept { return handles_->context; }
+  unsigned sm_count() const noexcept { return handles_->resource.sm.smCount; }
   // The context's actual SM resource, splittable; it keeps `self` alive.
   static SmPartition sm_partition(const std::shared_ptr<GreenContext>& self);
   std::optional<unsigned> locality_domain_id() const;
@@ -96,25 +83,17 @@ class GreenContext {
   static unsigned max_workqueue_concurrency(int device);
 
  private:
-  GreenContext(int device, abi::CUgreenCtx green_ctx, abi::CUcontext context,
-               const abi::CUdevResource& resource, unsigned fallback_alignment, Kind kind,
-               std::shared_ptr<const void> keep_alive) noexcept;
-
-  int device_;
-  abi::CUgreenCtx green_ctx_;
-  abi::CUcontext context_;
-  abi::CUdevResource resource_;  // queried once at creation; a context's SMs never change
-  const unsigned fallback_alignment_;  // the source partition's, for drivers before 13.0
-  Kind kind_;
-  std::shared_ptr<const void> keep_alive_;  // what the source partition depended on
+  GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
+               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive) noexcept;
   abi::CUstream create_stream(int priority);
 
-  struct StreamPool {
-    std::vector<OwnedStream> streams;
-    std::size_t next = 0;  // the stream handed out next once the pool is full
-  };
-  mutable std::mutex streams_mutex_;
-  std::map<int, StreamPool> stream_pools_;  // by priority, as asked for
+  int device_;
+  std::unique_ptr<ContextHandles> handles_;  // never null while the object lives
+  const RecycleKey key_;                     // what it was made from, for reuse
+  const unsigned fallback_alignment_;        // the source partition's, for drivers before 13.0
+  Kind kind_;
+  std::shared_ptr<const void> keep_alive_;   // what the source partition depended on
+  mutable std::mutex streams_mutex_;         // guards handles_->stream_pools
 };
 
 }  // namespace tgc

@@ -41,7 +41,7 @@ class PushedContext {
   PushedContext& operator=(const PushedContext&) = delete;
   ~PushedContext() {
     abi::CUcontext popped = nullptr;
-    driver().cuCtxPopCurrent(&popped);
+    warn_if_cleanup_failed(driver().cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
   }
 };
 

@@ -43,13 +43,21 @@ def driver_version() -> int:
     return tgc.driver_version()
 
 
+IN_USE = ("contexts", "internal_contexts", "streams")
+
+
 @pytest.fixture(autouse=True)
 def no_leaks():
-    """Every GPU test must leave the native core holding nothing."""
+    """Every GPU test must leave the native core holding nothing in use; the contexts kept idle
+    for reuse are released after each test, so that tests do not see each other's."""
+    tgc.release_idle_contexts()
     yield
     gc.collect()
     torch.cuda.synchronize()
-    assert tgc.live_counts() == {"contexts": 0, "internal_contexts": 0, "streams": 0}
+    counts = tgc.live_counts()
+    assert {k: counts[k] for k in IN_USE} == dict.fromkeys(IN_USE, 0), counts
+    tgc.release_idle_contexts()
+    assert tgc.live_counts() == dict.fromkeys(IN_USE + ("idle_contexts", "idle_streams"), 0)
 
 
 def gemm_check(stream: torch.cuda.Stream, n: int = 512) -> None:

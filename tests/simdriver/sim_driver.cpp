@@ -86,7 +86,7 @@ struct State {
   };
   std::vector<Failure> failures;
   int misuse = 0;
-  int next_split_id = 1;
+  std::map<std::string, int> split_ids;  // by input and parameters
   std::vector<CU_DEV_SM_RESOURCE_GROUP_PARAMS> last_split_params;
 };
 
@@ -135,13 +135,26 @@ int domain_of_sm(int sm) {
   return c.locality_domains > 0 ? state().gpc_of_sm[sm] % c.locality_domains : 0;
 }
 
+bool same_record(const Record& a, const Record& b) {
+  return a.type == b.type && a.sms == b.sms && a.origin == b.origin && a.alignment == b.alignment &&
+         a.flags == b.flags && a.locality == b.locality && a.split_id == b.split_id;
+}
+
+// Like a real driver's, the encoding is a function of what the resource stands for: the same
+// split of the same input gives the same bytes.
 void write_resource(CUdevResource* out, const Record& record) {
   State& s = state();
   std::memset(out, 0, sizeof(*out));
   out->type = record.type;
   if (record.type == CU_DEV_RESOURCE_TYPE_INVALID) return;
-  s.records.push_back(record);
-  std::uint32_t id = static_cast<std::uint32_t>(s.records.size());
+  std::uint32_t id = 0;
+  for (std::size_t i = 0; i < s.records.size() && id == 0; ++i) {
+    if (same_record(s.records[i], record)) id = static_cast<std::uint32_t>(i + 1);
+  }
+  if (id == 0) {
+    s.records.push_back(record);
+    id = static_cast<std::uint32_t>(s.records.size());
+  }
   std::memcpy(out->_internal_padding, &kMagic, 4);
   std::memcpy(out->_internal_padding + 4, &id, 4);
   if (record.type == CU_DEV_RESOURCE_TYPE_SM) {
@@ -156,6 +169,18 @@ void write_resource(CUdevResource* out, const Record& record) {
       out->sm.localityDomainId = record.locality;
     }
   }
+}
+
+// The same id for the same split (input and parameters), a new one otherwise.
+int split_id_of(const Record& input, const std::string& parameters) {
+  State& s = state();
+  std::string key = parameters + " of";
+  for (int sm : input.sms) key += " " + std::to_string(sm);
+  auto found = s.split_ids.find(key);
+  if (found != s.split_ids.end()) return found->second;
+  int id = static_cast<int>(s.split_ids.size()) + 1;
+  s.split_ids.emplace(key, id);
+  return id;
 }
 
 const Record* read_resource(const CUdevResource* in) {
@@ -463,7 +488,8 @@ CUresult sim_cuDevSmResourceSplitByCount(CUdevResource* result, unsigned* nb, co
   if (groups.empty()) return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
   unsigned made = std::min<unsigned>(*nb, static_cast<unsigned>(groups.size()));
   std::vector<int> used;
-  int split_id = s.next_split_id++;
+  int split_id = split_id_of(input_copy, "by-count " + std::to_string(flags) + " " +
+                                             std::to_string(min_count) + " " + std::to_string(made));
   for (unsigned i = 0; i < made; ++i) {
     Record r;
     r.type = CU_DEV_RESOURCE_TYPE_SM;
@@ -553,7 +579,13 @@ CUresult sim_cuDevSmResourceSplit(CUdevResource* result, unsigned nb, const CUde
     assigned[i] = group;
   }
   if (result == nullptr) return CUDA_SUCCESS;  // a dry run
-  int split_id = s.next_split_id++;
+  std::string signature = "split";
+  for (unsigned i = 0; i < nb; ++i) {
+    signature += " " + std::to_string(params[i].smCount) + "/" + std::to_string(params[i].coscheduledSmCount) +
+                 "/" + std::to_string(params[i].preferredCoscheduledSmCount) + "/" +
+                 std::to_string(params[i].flags) + "/" + std::to_string(params[i].localityDomainId);
+  }
+  int split_id = split_id_of(input_copy, signature);
   for (unsigned i = 0; i < nb; ++i) {
     Record r;
     r.type = CU_DEV_RESOURCE_TYPE_SM;

@@ -1,15 +1,19 @@
 // The core against the simulated driver, once per driver version (ctest runs this binary
 // with TGC_SIM_DRIVER_VERSION set to each of 12040, 12050, 13000, 13010, 13040).
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/context_recycler.h"
 #include "core/device.h"
 #include "core/driver_api.h"
 #include "core/errors.h"
@@ -83,17 +87,30 @@ std::vector<std::shared_ptr<GreenContext>> contexts_of(const SplitResult& result
 
 class Sim_ : public ::testing::Test {
  protected:
-  void SetUp() override { sim().clear_failures(); }
+  // Contexts are destroyed when dropped unless a test turns recycling on.
+  void SetUp() override {
+    sim().clear_failures();
+    ContextRecycler::instance().set_limit(0);
+  }
   void TearDown() override {
     sim().clear_failures();
+    ContextRecycler::instance().release_all();
+    ContextRecycler::instance().set_limit(0);
     LiveCounts live = live_counts();
+    EXPECT_EQ(live.idle_contexts, 0u);
+    EXPECT_EQ(live.idle_streams, 0u);
     EXPECT_EQ(live.contexts, 0u);
     EXPECT_EQ(live.internal_contexts, 0u);
     EXPECT_EQ(live.streams, 0u);
-    EXPECT_EQ(sim().live("green_ctx"), 0) << "a green context leaked";
-    EXPECT_EQ(sim().live("stream"), 0) << "a stream leaked";
+    EXPECT_EQ(sim().live("green_ctx"), leaked_by_failed_destroys_.green_ctx) << "a green context leaked";
+    EXPECT_EQ(sim().live("stream"), leaked_by_failed_destroys_.streams) << "a stream leaked";
     EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
   }
+  // A destroy the driver refuses cannot be retried: its handle stays alive in the simulation.
+  struct {
+    int green_ctx = 0;
+    int streams = 0;
+  } leaked_by_failed_destroys_;
 };
 
 using DriverTable = Sim_;
@@ -364,6 +381,100 @@ TEST_F(Contexts, StreamsComeFromABoundedPoolPerPriority) {
   EXPECT_EQ(live_counts().streams, 0u);
 }
 
+TEST_F(Contexts, AForkedChildGetsAClearErrorAndCleansUpNothing) {
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    int code = 1;
+    try {
+      driver();
+    } catch (const std::runtime_error& e) {
+      code = std::string(e.what()).find("'spawn'") != std::string::npos ? 0 : 2;
+    }
+    ctx.reset();  // the inherited context: no driver call, no crash
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NO_THROW(driver());  // the parent is unaffected
+  ctx.reset();
+}
+
+TEST_F(Contexts, DroppedContextsAreReusedWithTheirStreams) {
+  ContextRecycler::instance().set_limit(2);
+  SmPartition part = partition_with_at_least(0, 16);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  cu::CUgreenCtx first = ctx->handle();
+  cu::CUstream stream = ctx->stream(0);
+  ctx.reset();
+  EXPECT_EQ(sim().live("green_ctx"), 1) << "kept, not destroyed";
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().streams, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 1u);
+  EXPECT_EQ(live_counts().idle_streams, 1u);
+
+  const int creates = sim().calls("cuGreenCtxCreate");
+  auto again = GreenContext::create(0, &part, std::nullopt);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates) << "reused";
+  EXPECT_EQ(again->handle(), first);
+  EXPECT_EQ(again->stream(0), stream);
+  EXPECT_EQ(again->sm_count(), 16u);
+  EXPECT_EQ(live_counts().streams, 1u);
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+
+  // Other SMs or other options never get it.
+  SmPartition other = partition_with_at_least(0, 24);
+  auto different = GreenContext::create(0, &other, std::nullopt);
+  EXPECT_NE(different->handle(), first);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates + 1);
+
+  // The limit holds: the oldest idle context is destroyed first.
+  SmPartition third_part = partition_with_at_least(0, 32);
+  auto third = GreenContext::create(0, &third_part, std::nullopt);
+  again.reset();
+  different.reset();
+  third.reset();
+  EXPECT_EQ(live_counts().idle_contexts, 2u);
+  EXPECT_EQ(sim().live("green_ctx"), 2);
+  auto reused = GreenContext::create(0, &part, std::nullopt);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates + 3) << "the 16-SM context was evicted";
+  reused.reset();
+  ContextRecycler::instance().set_limit(0);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+  EXPECT_EQ(sim().live("stream"), 0);
+}
+
+TEST_F(Contexts, AContextWhoseStreamFailedIsNotReused) {
+  ContextRecycler::instance().set_limit(4);
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  sim().fail_next("cuStreamSynchronize", 700 /* CUDA_ERROR_ILLEGAL_ADDRESS */, 0);
+  ctx.reset();
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+}
+
+TEST_F(EmulatedSplit, RepeatedSplitsReuseTheirContexts) {
+  ContextRecycler::instance().set_limit(8);
+  SmPartition whole = SmPartition::from_device(0);
+  int creates_after_first = 0;
+  for (int round = 0; round < 20; ++round) {
+    SplitResult result = split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated);
+    auto contexts = contexts_of(result, {16, 24, 32});
+    if (round == 0) creates_after_first = sim().calls("cuGreenCtxCreate");
+  }
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates_after_first) << "later rounds made no context";
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 5u);  // 3 groups and 2 internal contexts
+}
+
 TEST_F(EmulatedSplit, AGroupTakingTheRestNeedsNoInternalContext) {
   SmPartition whole = SmPartition::from_device(0);
   const int before = sim().calls("cuGreenCtxCreate");
@@ -527,6 +638,97 @@ TEST_F(Faults, ProbeLoadFailureIsReported) {
   cu::CUcontext current = nullptr;
   driver().cuCtxGetCurrent(&current);
   EXPECT_EQ(current, nullptr) << "the probe pops the context it pushed";
+}
+
+// What a user does with the core: partitions, a split, contexts made together and alone,
+// streams, the probe, push/pop, and dropping everything with recycling on.
+void user_scenario() {
+  ContextRecycler::instance().set_limit(4);
+  {
+    SmPartition whole = SmPartition::from_device(0);
+    SmPartition part = partition_with_at_least(0, 16);
+    SplitResult result = split(whole, {group(16), group(24), group(32)});
+    std::vector<const SmPartition*> parts;
+    for (const SmPartition& g : result.groups) parts.push_back(&g);
+    auto contexts = GreenContext::create_all(0, parts, std::nullopt);
+    auto ctx = GreenContext::create(0, &part, std::nullopt);
+    cu::CUstream stream = ctx->stream(0);
+    ctx->stream(-1);
+    ctx->push_current();
+    ctx->pop_current();
+    std::vector<unsigned> ids(64);
+    launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 32, 0);
+    split(GreenContext::sm_partition(ctx), {group(8)});
+    contexts.clear();
+    ctx.reset();
+    auto again = GreenContext::create(0, &part, std::nullopt);
+    again->stream(0);
+  }
+  ContextRecycler::instance().release_all();
+}
+
+TEST_F(Faults, EveryDriverCallFailingInTurn) {
+  user_scenario();  // loads the probe library once, as a process would
+  std::vector<std::string> names;
+  for (const EntryPointStatus& entry : entry_point_status())
+    if (entry.present) names.push_back(entry.name);
+  int failures_seen = 0;
+  for (const std::string& name : names) {
+    for (int skip = 0; skip < 3; ++skip) {
+      SCOPED_TRACE(name + " failing at call " + std::to_string(skip + 1));
+      std::vector<std::string> warnings;
+      WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+      const int before = sim().calls(name.c_str());
+      sim().fail_next(name.c_str(), 999, skip);
+      std::string error;
+      ContextRecycler::instance().release_all();
+      const int green_before = sim().live("green_ctx"), streams_before = sim().live("stream");
+      try {
+        user_scenario();
+      } catch (const DriverError& e) {
+        error = e.call();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a DriverError: " << e.what();
+      }
+      sim().clear_failures();
+      set_warning_handler(previous);
+      const bool failed = sim().calls(name.c_str()) - before > skip;
+      if (failed) {
+        ++failures_seen;
+        const bool warned = std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
+          return w.find(name) != std::string::npos;
+        });
+        const bool only_formats_messages = name == "cuGetErrorName" || name == "cuGetErrorString";
+        EXPECT_TRUE(error == name || warned || only_formats_messages)
+            << "the failure was neither raised nor warned about (error: '" << error << "')";
+      } else {
+        EXPECT_EQ(error, "") << "an error although the call did not fail";
+      }
+      ContextRecycler::instance().release_all();
+      ContextRecycler::instance().set_limit(0);
+      LiveCounts live = live_counts();
+      EXPECT_EQ(live.contexts + live.internal_contexts + live.streams, 0u);
+      const int green_leaked = failed && name == "cuGreenCtxDestroy" ? 1 : 0;
+      const int streams_leaked = failed && name == "cuStreamDestroy" ? 1 : 0;
+      EXPECT_EQ(sim().live("green_ctx"), green_before + green_leaked);
+      EXPECT_EQ(sim().live("stream"), streams_before + streams_leaked);
+      leaked_by_failed_destroys_.green_ctx += green_leaked;
+      leaked_by_failed_destroys_.streams += streams_leaked;
+      EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
+      cu::CUcontext current = nullptr;
+      driver().cuCtxGetCurrent(&current);
+      // A pop the driver refuses leaves the context where it is (pop_context can be retried).
+      if (!(failed && name == "cuCtxPopCurrent")) EXPECT_EQ(current, nullptr) << "a context was left current";
+      while (current != nullptr) {  // tidy up after a failed pop
+        cu::CUcontext popped = nullptr;
+        driver().cuCtxPopCurrent(&popped);
+        driver().cuCtxGetCurrent(&current);
+      }
+      EXPECT_NO_THROW(user_scenario()) << "the core is usable again afterwards";
+    }
+  }
+  EXPECT_GT(failures_seen, 20);
+  std::printf("driver calls failed in turn: %d failures over %zu entry points\n", failures_seen, names.size());
 }
 
 TEST_F(DriverTable, ReportsEntryPointsAndUnknownCodes) {

@@ -1,0 +1,168 @@
+#include "context_recycler.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "driver_api.h"
+
+namespace tgc {
+
+namespace {
+constexpr std::size_t kDefaultIdleLimit = 16;
+
+std::size_t initial_limit() {
+  const char* text = std::getenv(idle_limit_env());
+  if (text == nullptr || text[0] == '\0') return kDefaultIdleLimit;
+  char* end = nullptr;
+  unsigned long value = std::strtoul(text, &end, 10);
+  if (end == text || *end != '\0') return kDefaultIdleLimit;
+  return static_cast<std::size_t>(value);
+}
+}  // namespace
+
+const char* idle_limit_env() { return "TORCH_GREEN_CONTEXTS_IDLE_LIMIT"; }
+
+OwnedStream::OwnedStream(OwnedStream&& other) noexcept
+    : stream_(std::exchange(other.stream_, nullptr)) {}
+
+OwnedStream& OwnedStream::operator=(OwnedStream&& other) noexcept {
+  if (this != &other) {
+    reset();
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+OwnedStream::~OwnedStream() { reset(); }
+
+void OwnedStream::reset() noexcept {
+  if (stream_ == nullptr) return;
+  try {
+    const DriverApi& api = driver();
+    // Work still queued must finish before the stream and its context go away: the driver
+    // does not document what happens to pending work when a green context is destroyed.
+    warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    warn_if_cleanup_failed(api.cuStreamDestroy(stream_), "cuStreamDestroy");
+  } catch (...) {
+    // No driver to call (a process that can no longer use it): nothing can be released.
+  }
+  stream_ = nullptr;
+}
+
+ContextHandles::~ContextHandles() {
+  // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
+  stream_pools.clear();
+  if (green_ctx == nullptr) return;
+  try {
+    warn_if_cleanup_failed(driver().cuGreenCtxDestroy(green_ctx), "cuGreenCtxDestroy");
+  } catch (...) {
+  }
+}
+
+std::size_t ContextHandles::stream_count() const {
+  std::size_t count = 0;
+  for (const auto& entry : stream_pools) count += entry.second.streams.size();
+  return count;
+}
+
+bool ContextHandles::synchronize() const noexcept {
+  bool ok = true;
+  try {
+    const DriverApi& api = driver();
+    for (const auto& entry : stream_pools) {
+      for (const OwnedStream& stream : entry.second.streams) {
+        abi::CUresult result = api.cuStreamSynchronize(stream.get());
+        warn_if_cleanup_failed(result, "cuStreamSynchronize");
+        ok = ok && result == abi::CUDA_SUCCESS;
+      }
+    }
+  } catch (...) {
+    return false;
+  }
+  return ok;
+}
+
+bool RecycleKey::operator==(const RecycleKey& other) const noexcept {
+  return device == other.device && std::memcmp(&sm, &other.sm, sizeof(sm)) == 0 &&
+         has_workqueue == other.has_workqueue && workqueue_scope == other.workqueue_scope &&
+         concurrency_limit == other.concurrency_limit;
+}
+
+ContextRecycler::ContextRecycler() : limit_(initial_limit()) {}
+
+ContextRecycler& ContextRecycler::instance() {
+  static ContextRecycler* recycler = new ContextRecycler();
+  return *recycler;
+}
+
+std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+    if (it->key == key) {
+      std::unique_ptr<ContextHandles> handles = std::move(it->handles);
+      idle_streams_ -= handles->stream_count();
+      idle_.erase(it);
+      return handles;
+    }
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ContextHandles> ContextRecycler::keep(const RecycleKey& key,
+                                                      std::unique_ptr<ContextHandles> handles) {
+  std::vector<Entry> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (limit_ == 0) return handles;
+    idle_streams_ += handles->stream_count();
+    idle_.push_front(Entry{key, std::move(handles)});
+    trim(evicted);
+  }
+  return nullptr;  // `evicted` is destroyed here, outside the lock
+}
+
+void ContextRecycler::trim(std::vector<Entry>& evicted) {
+  while (idle_.size() > limit_) {
+    idle_streams_ -= idle_.back().handles->stream_count();
+    evicted.push_back(std::move(idle_.back()));
+    idle_.pop_back();
+  }
+}
+
+void ContextRecycler::release_all() {
+  std::vector<Entry> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Entry& entry : idle_) evicted.push_back(std::move(entry));
+    idle_.clear();
+    idle_streams_ = 0;
+  }
+}
+
+std::size_t ContextRecycler::limit() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return limit_;
+}
+
+void ContextRecycler::set_limit(std::size_t limit) {
+  std::vector<Entry> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = limit;
+    trim(evicted);
+  }
+}
+
+std::size_t ContextRecycler::idle_contexts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_.size();
+}
+
+std::size_t ContextRecycler::idle_streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_streams_;
+}
+
+}  // namespace tgc
