@@ -32,9 +32,13 @@ def run(device: int, builtin: Builtin, cycles: int = 200, num_sms: int = 16) -> 
     ways: dict[str, Callable[[], Any]] = {
         "driver: create + destroy only": lambda: _C._bench.raw_create(device, num_sms, True),
         "driver: the calls of GreenContext(num_sms)": lambda: _C._bench.raw_create(device, num_sms),
+        "ours, recycling off: GreenContext(num_sms)": lambda: GreenContext(num_sms=num_sms, device_id=device),
+        "ours, recycling off: GreenContext, Stream(), a matmul": ours_with_work(lambda t: t @ t),
         "ours: GreenContext(num_sms)": lambda: GreenContext(num_sms=num_sms, device_id=device),
         "ours: GreenContext, Stream(), an add": ours_with_work(lambda t: t + 1),
         "ours: GreenContext, Stream(), a matmul": ours_with_work(lambda t: t @ t),
+        "ours: GreenContext.split(num_sms=(16, 24, 32))":
+            lambda: GreenContext.split(num_sms=(16, 24, 32), device_id=device),
     }
     if builtin.available:
         ways["torch built-in: GreenContext.create"] = lambda: builtin.create(num_sms, device)
@@ -46,7 +50,9 @@ def run(device: int, builtin: Builtin, cycles: int = 200, num_sms: int = 16) -> 
 
     results: dict[str, Any] = {}
     start_free, _ = snapshot()
+    default_limit = _C.idle_context_limit()
     for name, make in ways.items():
+        _C.set_idle_context_limit(0 if "recycling off" in name else default_limit)
         make()  # first use loads what it needs once
         free0, rss0 = snapshot()
         for _ in range(cycles):
@@ -57,6 +63,7 @@ def run(device: int, builtin: Builtin, cycles: int = 200, num_sms: int = 16) -> 
             "device_kib_per_cycle": (free0 - free1) / cycles / 1024.0,
             "host_kib_per_cycle": (rss1 - rss0) / cycles / 1024.0,
         }
+    _C.set_idle_context_limit(default_limit)
     torch.cuda.empty_cache()
     free_end, _ = snapshot()
     recovery: dict[str, Any] = {"device_mib_lost_in_all": (start_free - free_end) / MIB}

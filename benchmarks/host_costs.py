@@ -66,9 +66,10 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
     creates its driver stream) and where GreenContext(num_sms) spends its time, step by step."""
     ours_name, raw_name = "ours: GreenContext(num_sms)", "driver: the same calls"
     steps_name = "ours: the same, step by step"
+    recycled_name = "ours: GreenContext(num_sms), reusing a dropped context"
     split_name, builtin_name = "ours: GreenContext.split", "torch built-in: GreenContext.create"
     raw_split, raw_split_threads = "driver: split + 2 creates", "driver: split + 2 creates on 2 threads"
-    variants = [ours_name, raw_name, steps_name]
+    variants = [ours_name, raw_name, steps_name, recycled_name]
     if split_sms is not None:
         variants += [split_name, raw_split, raw_split_threads]
     if builtin.available:
@@ -90,6 +91,16 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         start = time.perf_counter_ns()
         del stream, ctx
         destroy[ours_name].append(time.perf_counter_ns() - start)
+
+    def ours_recycled() -> None:
+        _C.set_idle_context_limit(1)
+        GreenContext(num_sms=num_sms, device_id=device)  # dropped at once: kept idle
+        elapsed, ctx = timed(lambda: GreenContext(num_sms=num_sms, device_id=device))
+        create[recycled_name].append(elapsed)
+        start = time.perf_counter_ns()
+        del ctx
+        destroy[recycled_name].append(time.perf_counter_ns() - start)
+        _C.set_idle_context_limit(0)
 
     def ours_steps() -> None:
         t0 = time.perf_counter_ns()
@@ -139,6 +150,7 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         ours_name: ours_single,
         raw_name: raw(raw_name, lambda: _C._bench.raw_create(device, num_sms)),
         steps_name: ours_steps,
+        recycled_name: ours_recycled,
         builtin_name: reference,
     }
     if split_sms is not None:
@@ -146,6 +158,9 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         runs[raw_split] = raw(raw_split, lambda: _C._bench.raw_split_create(device, split_sms[0], False))
         runs[raw_split_threads] = raw(
             raw_split_threads, lambda: _C._bench.raw_split_create(device, split_sms[0], True))
+    # Every variant but the recycled one measures real creations and destructions.
+    previous_limit = _C.idle_context_limit()
+    _C.set_idle_context_limit(0)
     for name in variants:  # warm-up: first creations load modules and settle the driver
         for _ in range(3):
             runs[name]()
@@ -160,6 +175,7 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
     finally:
         gc.enable()
     gc.collect()
+    _C.set_idle_context_limit(previous_limit)
     free_after = torch.cuda.mem_get_info(device)[0]
     return {
         "unit": "us",
@@ -209,9 +225,14 @@ def memory_cost(device: int, builtin: Builtin, contexts: int = 16) -> dict[str, 
             "device_mib_not_returned": (free0 - free4) / mib,
         }
 
-    result: dict[str, Any] = {
-        "ours": measure(lambda: GreenContext(num_sms=16, device_id=device), 32),
-    }
+    previous_limit = _C.idle_context_limit()
+    _C.set_idle_context_limit(0)  # what a context holds, destroyed when dropped
+    try:
+        result: dict[str, Any] = {
+            "ours": measure(lambda: GreenContext(num_sms=16, device_id=device), 32),
+        }
+    finally:
+        _C.set_idle_context_limit(previous_limit)
     if builtin.available:
         result["torch built-in"] = measure(lambda: builtin.create(16, device), 32)
     return result

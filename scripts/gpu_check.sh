@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 TGC_REPORT_DIR="$OUT"
 bench=0 tests=1
 case "${1:-}" in
   --bench) bench=1; shift ;;

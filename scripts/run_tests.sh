@@ -33,6 +33,17 @@ for version in 12040 12050 13000 13010 13040; do
     "$build/sim_tests" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' '
   echo
 done
+# The concurrency tests again under ThreadSanitizer (core and simulated driver instrumented).
+tsan=tests/cpp/build-tsan
+cmake -S tests/cpp -B "$tsan" -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1 -g" \
+  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
+cmake --build "$tsan" -j2 --target concurrency_tests tgc_simdriver
+for version in 12040 13000 13040; do
+  printf 'ThreadSanitizer, simulated driver %s: ' "$version"
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66" TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY="$PWD/$tsan/libtgc_simdriver.so" \
+    TGC_SIM_DRIVER_VERSION=$version "$tsan/concurrency_tests" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' '
+  echo
+done
 echo "Line coverage of the driver-facing core (csrc/core), C++ tests with the simulated driver:"
 $PY -m gcovr --root . --filter 'csrc/core/' "$build"
 

@@ -96,3 +96,43 @@ def test_python_api_on_simulated_driver(version):
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"ok {version}" in out.stdout
+
+
+FUZZ_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})
+    import tests.fuzz_cases as cases
+    from torch_green_contexts import GreenContext
+    import torch_green_contexts as tgc
+
+    cases.MAKE_STREAMS = False
+
+    def usable():
+        assert GreenContext(num_sms=8, device_id=0).sm_count == 8
+
+    total = 0
+    for kind in cases.KINDS:
+        outcomes = cases.fuzz(kind, 130, 0, usable)
+        total += sum(outcomes.values())
+        print(kind, dict(outcomes))
+    counts = tgc.live_counts()
+    assert (counts["contexts"], counts["internal_contexts"], counts["streams"]) == (0, 0, 0), counts
+    print("examples", total)
+    """
+)
+
+
+@pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
+@pytest.mark.parametrize("version", [13000, 13040])
+def test_generated_arguments_against_the_simulated_driver(version):
+    pytest.importorskip("hypothesis")
+    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY),
+               TGC_SIM_DRIVER_VERSION=str(version))
+    root = str(pathlib.Path(__file__).resolve().parent.parent)
+    result = subprocess.run([sys.executable, "-c", FUZZ_SCRIPT.format(root=root)], env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    examples = int(result.stdout.strip().rsplit("examples", 1)[1])
+    assert examples >= 900
+    print(result.stdout)
