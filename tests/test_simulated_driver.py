@@ -136,3 +136,39 @@ def test_generated_arguments_against_the_simulated_driver(version):
     examples = int(result.stdout.strip().rsplit("examples", 1)[1])
     assert examples >= 900
     print(result.stdout)
+
+
+TWO_DEVICES = textwrap.dedent(
+    """
+    from torch_green_contexts import GreenContext, SMPartition
+    on_one = SMPartition.from_device(device_id=1)
+    assert on_one.device_id == 1
+    assert GreenContext(num_sms=8, device_id=1).device_id == 1
+    assert GreenContext(sm_partition=on_one).device_id == 1
+    assert [c.device_id for c in GreenContext.split(num_sms=(8, 8), device_id=1)] == [1, 1]
+    groups, _ = SMPartition.from_device(device_id=0).split(num_sms=8)
+    try:
+        GreenContext(sm_partition=groups[0], device_id=1)
+    except ValueError as error:
+        assert "device_id=1 disagrees" in str(error), error
+    else:
+        raise AssertionError("no ValueError")
+    for call in (lambda: GreenContext(num_sms=8, device_id=2), lambda: SMPartition.from_device(device_id=2)):
+        try:
+            call()
+        except RuntimeError as error:
+            assert "valid device_id: 0..1" in str(error), error
+        else:
+            raise AssertionError("no RuntimeError")
+    print("ok")
+    """
+)
+
+
+@pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
+def test_two_devices_against_the_simulated_driver():
+    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION="13000",
+               TGC_SIM_DEVICE_COUNT="2")
+    result = subprocess.run([sys.executable, "-c", TWO_DEVICES], env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

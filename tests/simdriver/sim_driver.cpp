@@ -32,6 +32,7 @@ struct Config {
   std::vector<int> gpc_sizes{18, 18, 18, 18, 18, 18, 16, 8};
   int cc_major = 9;
   int locality_domains = 2;
+  int device_count = 1;
   unsigned wq_limit = 128;
 };
 
@@ -45,6 +46,7 @@ struct Record {  // what a CUdevResource written by this driver stands for
   unsigned flags = 0;
   unsigned locality = 0;
   int split_id = 0;
+  int device = 0;
 };
 
 struct Descriptor {
@@ -55,9 +57,11 @@ struct Descriptor {
   bool has_wq = false;
   int wq_scope = 0;
   unsigned wq_limit = 0;
+  int device = -1;  // of its SM resources; -1: none
 };
 
 struct GreenCtx {
+  int device = 0;
   Descriptor desc;
   bool alive = true;
   int context_tag = 0;  // the CUcontext handed out for it
@@ -137,7 +141,7 @@ int domain_of_sm(int sm) {
 
 bool same_record(const Record& a, const Record& b) {
   return a.type == b.type && a.sms == b.sms && a.origin == b.origin && a.alignment == b.alignment &&
-         a.flags == b.flags && a.locality == b.locality && a.split_id == b.split_id;
+         a.flags == b.flags && a.locality == b.locality && a.split_id == b.split_id && a.device == b.device;
 }
 
 // Like a real driver's, the encoding is a function of what the resource stands for: the same
@@ -260,20 +264,20 @@ CUresult sim_cuGetErrorString(CUresult code, const char** text) {
 
 CUresult sim_cuDeviceGetCount(int* count) {
   ENTER("cuDeviceGetCount");
-  *count = 1;
+  *count = s.config.device_count;
   return CUDA_SUCCESS;
 }
 
 CUresult sim_cuDeviceGet(CUdevice* device, int ordinal) {
   ENTER("cuDeviceGet");
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  if (ordinal < 0 || ordinal >= s.config.device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult sim_cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
   ENTER("cuDeviceGetAttribute");
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= s.config.device_count) return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = s.config.sm_count; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = s.config.cc_major; return CUDA_SUCCESS;
@@ -284,7 +288,7 @@ CUresult sim_cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
 
 CUresult sim_cuDevicePrimaryCtxGetState(CUdevice device, unsigned* flags, int* active) {
   ENTER("cuDevicePrimaryCtxGetState");
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= s.config.device_count) return CUDA_ERROR_INVALID_DEVICE;
   *flags = 0;
   *active = 1;
   return CUDA_SUCCESS;
@@ -416,17 +420,18 @@ CUresult sim_cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsig
 
 CUresult sim_cuDeviceGetDevResource(CUdevice device, CUdevResource* out, CUdevResourceType type) {
   ENTER("cuDeviceGetDevResource");
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= s.config.device_count) return CUDA_ERROR_INVALID_DEVICE;
   Record r;
   if (type == CU_DEV_RESOURCE_TYPE_SM) {
     r.type = CU_DEV_RESOURCE_TYPE_SM;
     for (int i = 0; i < s.config.sm_count; ++i) r.sms.push_back(i);
     r.origin = Origin::kDevice;
+    r.device = device;
     r.alignment = device_alignment();
   } else if (type == CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG && s.config.version >= 13010) {
     r.type = CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG;
     write_resource(out, r);
-    out->wqConfig.device = 0;
+    out->wqConfig.device = device;
     out->wqConfig.wqConcurrencyLimit = s.config.wq_limit;
     out->wqConfig.sharingScope = CU_WORKQUEUE_SCOPE_DEVICE_CTX;
     return CUDA_SUCCESS;
@@ -446,6 +451,7 @@ CUresult sim_cuGreenCtxGetDevResource(CUgreenCtx green, CUdevResource* out, CUde
   r.type = CU_DEV_RESOURCE_TYPE_SM;
   r.sms = g->desc.sms;
   r.origin = Origin::kContext;
+  r.device = g->device;
   r.alignment = g->desc.alignment;
   r.flags = g->desc.flags;
   r.locality = g->desc.locality;
@@ -495,6 +501,7 @@ CUresult sim_cuDevSmResourceSplitByCount(CUdevResource* result, unsigned* nb, co
     r.type = CU_DEV_RESOURCE_TYPE_SM;
     r.sms = groups[i];
     r.origin = Origin::kSplitOutput;
+    r.device = input_copy.device;
     r.alignment = gran;
     r.split_id = split_id;
     write_resource(&result[i], r);
@@ -506,6 +513,7 @@ CUresult sim_cuDevSmResourceSplitByCount(CUdevResource* result, unsigned* nb, co
     r.sms = minus(input_copy.sms, used);
     r.type = r.sms.empty() ? CU_DEV_RESOURCE_TYPE_INVALID : CU_DEV_RESOURCE_TYPE_SM;
     r.origin = Origin::kSplitOutput;
+    r.device = input_copy.device;
     r.alignment = 2;
     r.split_id = split_id;
     write_resource(remaining, r);
@@ -591,6 +599,7 @@ CUresult sim_cuDevSmResourceSplit(CUdevResource* result, unsigned nb, const CUde
     r.type = CU_DEV_RESOURCE_TYPE_SM;
     r.sms = assigned[i];
     r.origin = Origin::kSplitOutput;
+    r.device = input_copy.device;
     r.alignment = params[i].coscheduledSmCount ? params[i].coscheduledSmCount : device_alignment();
     r.flags = params[i].flags;
     r.locality = params[i].localityDomainId;
@@ -602,6 +611,7 @@ CUresult sim_cuDevSmResourceSplit(CUdevResource* result, unsigned nb, const CUde
     r.sms = pool;
     r.type = pool.empty() ? CU_DEV_RESOURCE_TYPE_INVALID : CU_DEV_RESOURCE_TYPE_SM;
     r.origin = Origin::kSplitOutput;
+    r.device = input_copy.device;
     r.alignment = 2;
     r.split_id = split_id;
     write_resource(remainder, r);
@@ -623,6 +633,8 @@ CUresult sim_cuDevResourceGenerateDesc(CUdevResourceDesc* out, CUdevResource* re
           return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
         }
       }
+      if (desc->device >= 0 && desc->device != r->device) return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+      desc->device = r->device;
       sm_split = r->split_id;
       desc->sms.insert(desc->sms.end(), r->sms.begin(), r->sms.end());
       desc->alignment = r->alignment;
@@ -650,12 +662,14 @@ CUresult sim_cuDevResourceGenerateDesc(CUdevResourceDesc* out, CUdevResource* re
 
 CUresult sim_cuGreenCtxCreate(CUgreenCtx* out, CUdevResourceDesc desc, CUdevice device, unsigned flags) {
   ENTER("cuGreenCtxCreate");
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= s.config.device_count) return CUDA_ERROR_INVALID_DEVICE;
   if (!(flags & CU_GREEN_CTX_DEFAULT_STREAM)) return CUDA_ERROR_INVALID_VALUE;
   auto it = std::find_if(s.descriptors.begin(), s.descriptors.end(),
                          [desc](const auto& d) { return reinterpret_cast<CUdevResourceDesc>(d.get()) == desc; });
   if (it == s.descriptors.end()) return kInvalidHandle;
+  if ((*it)->device >= 0 && (*it)->device != device) return CUDA_ERROR_INVALID_DEVICE;
   auto* g = new GreenCtx;
+  g->device = device;
   g->desc = **it;
   if (g->desc.sms.empty()) {  // a workqueue-only descriptor: all SMs
     for (int i = 0; i < s.config.sm_count; ++i) g->desc.sms.push_back(i);
@@ -744,6 +758,7 @@ CUresult cuInit(unsigned flags) {
   c.sm_count = env_int("TGC_SIM_SM_COUNT", c.sm_count);
   c.cc_major = env_int("TGC_SIM_CC_MAJOR", c.cc_major);
   c.locality_domains = env_int("TGC_SIM_LOCALITY_DOMAINS", c.locality_domains);
+  c.device_count = env_int("TGC_SIM_DEVICE_COUNT", c.device_count);
   c.wq_limit = static_cast<unsigned>(env_int("TGC_SIM_WQ_LIMIT", static_cast<int>(c.wq_limit)));
   if (const char* gpcs = std::getenv("TGC_SIM_GPC_SIZES")) {
     c.gpc_sizes.clear();

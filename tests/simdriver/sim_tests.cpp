@@ -91,6 +91,8 @@ class Sim_ : public ::testing::Test {
   void SetUp() override {
     sim().clear_failures();
     ContextRecycler::instance().set_limit(0);
+    green_at_start_ = sim().live("green_ctx");
+    streams_at_start_ = sim().live("stream");
   }
   void TearDown() override {
     sim().clear_failures();
@@ -102,10 +104,12 @@ class Sim_ : public ::testing::Test {
     EXPECT_EQ(live.contexts, 0u);
     EXPECT_EQ(live.internal_contexts, 0u);
     EXPECT_EQ(live.streams, 0u);
-    EXPECT_EQ(sim().live("green_ctx"), leaked_by_failed_destroys_.green_ctx) << "a green context leaked";
-    EXPECT_EQ(sim().live("stream"), leaked_by_failed_destroys_.streams) << "a stream leaked";
+    EXPECT_EQ(sim().live("green_ctx"), green_at_start_ + leaked_by_failed_destroys_.green_ctx)
+        << "a green context leaked";
+    EXPECT_EQ(sim().live("stream"), streams_at_start_ + leaked_by_failed_destroys_.streams) << "a stream leaked";
     EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
   }
+  int green_at_start_ = 0, streams_at_start_ = 0;
   // A destroy the driver refuses cannot be retried: its handle stays alive in the simulation.
   struct {
     int green_ctx = 0;
@@ -729,6 +733,41 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
   }
   EXPECT_GT(failures_seen, 20);
   std::printf("driver calls failed in turn: %d failures over %zu entry points\n", failures_seen, names.size());
+}
+
+using Devices = Sim_;
+
+TEST_F(Devices, ContextsOnEveryDeviceAndClearErrorsAcrossThem) {
+  if (device_count() < 2) GTEST_SKIP() << "needs TGC_SIM_DEVICE_COUNT=2";
+  ContextRecycler::instance().set_limit(4);
+  SmPartition on_zero = partition_with_at_least(0, 16);
+  SmPartition on_one = partition_with_at_least(1, 16);
+  EXPECT_EQ(on_one.device(), 1);
+  auto a = GreenContext::create(0, &on_zero, std::nullopt);
+  auto b = GreenContext::create(1, &on_one, std::nullopt);
+  EXPECT_EQ(b->device(), 1);
+  EXPECT_NE(b->stream(0), a->stream(0));
+  try {
+    GreenContext::create(1, &on_zero, std::nullopt);
+    FAIL() << "a partition of device 0 made a context on device 1";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to device 0, not device 1"), std::string::npos) << e.what();
+  }
+  try {
+    GreenContext::create(2, nullptr, std::nullopt);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("valid device_id: 0..1"), std::string::npos) << e.what();
+  }
+  // Idle contexts are only ever reused on their own device.
+  a.reset();
+  auto again = GreenContext::create(1, &on_one, std::nullopt);
+  EXPECT_EQ(again->device(), 1);
+  SplitResult split_one = split(SmPartition::from_device(1), {group(8), group(8)});
+  std::vector<const SmPartition*> parts{&split_one.groups[0], &split_one.groups[1]};
+  auto made = GreenContext::create_all(1, parts, std::nullopt);
+  EXPECT_EQ(made[0]->device(), 1);
+  EXPECT_THROW(GreenContext::create_all(0, parts, std::nullopt), ValueError);
 }
 
 TEST_F(DriverTable, ReportsEntryPointsAndUnknownCodes) {
