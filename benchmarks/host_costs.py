@@ -69,7 +69,8 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
     recycled_name = "ours: GreenContext(num_sms), reusing a dropped context"
     split_name, builtin_name = "ours: GreenContext.split", "torch built-in: GreenContext.create"
     raw_split, raw_split_threads = "driver: split + 2 creates", "driver: split + 2 creates on 2 threads"
-    variants = [ours_name, raw_name, steps_name, recycled_name]
+    first_stream_name = "ours: first Stream() of a fresh context"
+    variants = [ours_name, raw_name, steps_name, recycled_name, first_stream_name]
     if split_sms is not None:
         variants += [split_name, raw_split, raw_split_threads]
     if builtin.available:
@@ -86,11 +87,15 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         elapsed, ctx = timed(lambda: GreenContext(num_sms=num_sms, device_id=device))
         create[ours_name].append(elapsed)
         granted[ours_name] = [ctx.sm_count]
+        start = time.perf_counter_ns()
+        del ctx
+        destroy[ours_name].append(time.perf_counter_ns() - start)
+
+    def ours_first_stream() -> None:
+        ctx = GreenContext(num_sms=num_sms, device_id=device)
         stream_ns, stream = timed(ctx.Stream)
         first_stream.append(stream_ns)
-        start = time.perf_counter_ns()
         del stream, ctx
-        destroy[ours_name].append(time.perf_counter_ns() - start)
 
     def ours_recycled() -> None:
         _C.set_idle_context_limit(1)
@@ -151,6 +156,7 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         raw_name: raw(raw_name, lambda: _C._bench.raw_create(device, num_sms)),
         steps_name: ours_steps,
         recycled_name: ours_recycled,
+        first_stream_name: ours_first_stream,
         builtin_name: reference,
     }
     if split_sms is not None:
@@ -184,12 +190,12 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
         "num_sms": num_sms,
         "split_sms": list(split_sms) if split_sms else None,
         "granted_sm_counts": granted,
-        "create": _collect(create),
-        "destroy": _collect(destroy),
+        "create": _collect({k: v for k, v in create.items() if v}),
+        "destroy": _collect({k: v for k, v in destroy.items() if v}),
         "steps": _collect(steps),
         "first_stream_of_fresh_context": summarize([t / NS_PER_US for t in first_stream]),
         "samples_create_us": {name: [round(t / NS_PER_US, 1) for t in values]
-                              for name, values in create.items()},
+                              for name, values in create.items() if values},
     }
 
 

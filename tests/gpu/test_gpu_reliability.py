@@ -318,7 +318,10 @@ def test_graphs_on_two_disjoint_partitions_replay_concurrently(device, granulari
         for graph, stream in zip(graphs, streams):
             with torch.cuda.stream(stream):
                 graph.replay()
-        torch.cuda.synchronize(device)
+        # Each stream on its own: a green context is a context of its own, and a device-wide
+        # synchronize of the primary context is not documented to wait for it.
+        for stream in streams:
+            stream.synchronize()
         seen = [set(t.tolist()) for t in ids]
         assert all(-1 not in s for s in seen)
         assert seen[0].isdisjoint(seen[1])
@@ -341,3 +344,17 @@ def test_set_context_inside_a_capture_is_refused(device, granularity):
     torch.cuda.synchronize(device)
     torch.testing.assert_close(y, x * 2)
     gemm_check(stream)
+
+
+def test_what_a_device_synchronize_waits_for(device, granularity):
+    """Records whether torch.cuda.synchronize() waits for work on a green-context stream (the
+    README tells users to synchronize such streams themselves); the stream's own synchronize
+    must wait."""
+    ctx = GreenContext(num_sms=granularity)
+    stream = ctx.Stream()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(400_000_000)  # a few hundred milliseconds
+    torch.cuda.synchronize(device)
+    FIGURES["device_synchronize_waits_for_green_streams"] = bool(stream.query())
+    stream.synchronize()
+    assert stream.query()
