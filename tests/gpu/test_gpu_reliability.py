@@ -318,8 +318,8 @@ def test_graphs_on_two_disjoint_partitions_replay_concurrently(device, granulari
         for graph, stream in zip(graphs, streams):
             with torch.cuda.stream(stream):
                 graph.replay()
-        # Each stream on its own: a green context is a context of its own, and a device-wide
-        # synchronize of the primary context is not documented to wait for it.
+        # Each stream on its own: a green context is a context of its own, and no document says
+        # that a device-wide synchronize of the primary context waits for its work.
         for stream in streams:
             stream.synchronize()
         seen = [set(t.tolist()) for t in ids]
