@@ -58,6 +58,15 @@ extension = cpp_extension.CppExtension(
     define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
 )
 
+# The torch the extension is compiled against, for the check at import (a compiled extension
+# only works with the torch it was built against).
+with open(os.path.join(HERE, "torch_green_contexts", "_build_info.py"), "w") as build_info:
+    build_info.write(
+        '"""Written by setup.py at build time."""\n\n'
+        f"TORCH_VERSION = {torch.__version__!r}\n"
+        f"TORCH_CUDA_VERSION = {torch.version.cuda!r}\n"
+    )
+
 setup(
     ext_modules=[extension],
     cmdclass={"build_ext": cpp_extension.BuildExtension},

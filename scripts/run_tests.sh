@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr matplotlib
+$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr matplotlib mypy
 $PY -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v cmake >/dev/null; then
@@ -45,6 +45,10 @@ for version in 12040 13000 13040; do
   echo
 done
 echo "Line coverage of the driver-facing core (csrc/core), C++ tests with the simulated driver:"
-$PY -m gcovr --root . --filter 'csrc/core/' "$build"
+$PY -m gcovr --root . --filter 'csrc/core/' --gcov-ignore-parse-errors=negative_hits.warn_once_per_file "$build"
 
-$PY -m pytest tests -q -rs -p no:cacheprovider
+echo "mypy --strict on the public package:"
+$PY -m mypy --strict torch_green_contexts
+
+# Python tests; TGC_TEST_WHEEL=1 also builds a wheel and installs it in a fresh venv.
+TGC_TEST_WHEEL=1 $PY -m pytest tests -q -rs -p no:cacheprovider

@@ -37,7 +37,7 @@ CONTRACT = [
     (GreenContext, "create", "staticmethod", CREATE_PARAMS, "GreenContext"),
     (GreenContext, "split", "staticmethod", CONTEXT_SPLIT_PARAMS, "tuple[GreenContext, ...]"),
     (GreenContext, "max_workqueue_concurrency", "staticmethod", [("device_id", POS, None)], "int"),
-    (GreenContext, "Stream", "function", [], "torch.cuda.Stream"),
+    (GreenContext, "Stream", "function", [("priority", KW, 0)], "torch.cuda.Stream"),
     (GreenContext, "set_context", "function", [], "None"),
     (GreenContext, "pop_context", "function", [], "None"),
     (SMPartition, "from_device", "classmethod", [("device_id", POS, None)], "SMPartition"),
@@ -109,7 +109,10 @@ def test_matches_upstream(owner, name, kind, params, returns):
     ours_raw, theirs_raw = inspect.getattr_static(owner, name), inspect.getattr_static(upstream, name)
     assert type(ours_raw) is type(theirs_raw)
     drop_first = kind == "function"
-    assert _params(getattr(owner, name), drop_first) == _params(getattr(upstream, name), drop_first)
+    ours, theirs = _params(getattr(owner, name), drop_first), _params(getattr(upstream, name), drop_first)
+    # Upstream's parameters, in order; ours may add optional keyword-only ones after them.
+    assert ours[: len(theirs)] == theirs
+    assert all(kind == KW and default is not inspect.Parameter.empty for _, kind, default in ours[len(theirs):])
     assert (inspect.signature(getattr(owner, name)).return_annotation
             == inspect.signature(getattr(upstream, name)).return_annotation)
 

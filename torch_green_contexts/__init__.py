@@ -9,10 +9,13 @@ from 12.4, without cuda-python, with disjoint splits on every driver.
 
 from __future__ import annotations
 
-from ._green_context import GreenContext
-from ._native import _C
-from ._probe import observed_sm_ids
-from ._sm_partition import SMPartition
+from ._green_context import GreenContext as GreenContext
+from ._install import install as install
+from ._install import installed as installed
+from ._install import uninstall as uninstall
+from ._native import _C as _C
+from ._probe import observed_sm_ids as observed_sm_ids
+from ._sm_partition import SMPartition as SMPartition
 
 __all__ = ["GreenContext", "SMPartition"]
 __version__ = "0.1.0"
@@ -20,7 +23,8 @@ __version__ = "0.1.0"
 
 def driver_version() -> int:
     """The CUDA driver's version as an int (13000 for 13.0); RuntimeError without a driver."""
-    return _C.driver_version()
+    version: int = _C.driver_version()
+    return version
 
 
 def live_counts() -> dict[str, int]:
@@ -50,6 +54,6 @@ def set_idle_context_limit(limit: int) -> int:
         raise TypeError(f"limit must be an int, got {type(limit).__name__}")
     if limit < 0:
         raise ValueError(f"limit must be 0 or more, got {limit}")
-    previous = _C.idle_context_limit()
+    previous: int = _C.idle_context_limit()
     _C.set_idle_context_limit(limit)
     return previous

@@ -78,7 +78,9 @@ def main() -> int:
 
 
 def _ranges(ids: list[int]) -> str:
-    spans, start, prev = [], None, None
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    prev = 0
     for i in ids:
         if start is None:
             start = prev = i

@@ -11,7 +11,7 @@ from ._device import resolve_device
 from ._native import _C
 from ._sm_partition import SMPartition
 from ._stream import GreenContextStream
-from ._validation import as_count, as_device_id, check_workqueue, split_groups
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_groups
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -82,13 +82,15 @@ class GreenContext:
             partition = _C.partition_with_at_least(device, count)
         self._adopt_native(_C._GreenContext.create(device, partition, scope, limit))
 
-    def _adopt_native(self, native: object) -> None:
+    _native: _C._GreenContext
+
+    def _adopt_native(self, native: _C._GreenContext) -> None:
         self._native = native
         self._previous_stream: torch.cuda.Stream | None = None
         self._current_stream: GreenContextStream | None = None
 
     @classmethod
-    def _of_native(cls, native: object) -> GreenContext:
+    def _of_native(cls, native: _C._GreenContext) -> GreenContext:
         self = object.__new__(cls)
         self._adopt_native(native)
         return self
@@ -148,13 +150,17 @@ class GreenContext:
         """The device's default limit of concurrent stream-ordered workloads (driver 13.1+)."""
         return _C.max_workqueue_concurrency(resolve_device(device_id))
 
-    def Stream(self) -> torch.cuda.Stream:
-        """A new stream of this green context, as a ``torch.cuda.Stream``.
+    def Stream(self, *, priority: int = 0) -> torch.cuda.Stream:
+        """A stream of this green context, as a ``torch.cuda.Stream``.
 
         Run work on it with ``torch.cuda.stream(stream)``; order it against other streams with
-        events. The stream keeps this context alive.
+        events. The stream keeps this context alive. ``priority`` works as for
+        ``torch.cuda.Stream``: 0 is the default, lower numbers are higher priorities, and values
+        beyond ``torch.cuda.Stream.priority_range()`` are clamped to it. Like
+        ``torch.cuda.Stream()``, streams come from a pool: each priority's first 32 calls
+        create distinct streams, later calls hand them out again in turn.
         """
-        return GreenContextStream._of(self._native)
+        return GreenContextStream._of(self._native, check_priority(priority))
 
     @property
     def device_id(self) -> int:

@@ -1,16 +1,35 @@
-"""Loads the compiled core, torch first (the extension links against libtorch)."""
+"""Loads the compiled core, torch first (the extension links against libtorch), after checking
+that the installed torch is the one the extension was built against."""
 
 from __future__ import annotations
 
-import torch  # noqa: F401  (loads libtorch and libc10_cuda for the extension)
+import torch
+
+BUILT_AGAINST_TORCH: str | None
+try:
+    from ._build_info import TORCH_VERSION as BUILT_AGAINST_TORCH
+except ImportError:  # pragma: no cover - a build that did not go through setup.py
+    BUILT_AGAINST_TORCH = None
+
+REBUILD = (
+    "rebuild it against the installed torch: `pip install --no-build-isolation --no-deps "
+    "--force-reinstall <this package's source>` (or `pip install --no-build-isolation -e .` in a "
+    "checkout)"
+)
+
+if BUILT_AGAINST_TORCH is not None and BUILT_AGAINST_TORCH != torch.__version__:
+    raise ImportError(
+        f"torch_green_contexts was built against torch {BUILT_AGAINST_TORCH}, but torch "
+        f"{torch.__version__} is installed; its compiled extension works only with the torch "
+        f"it was built against: {REBUILD}"
+    )
 
 try:
     from . import _C
 except ImportError as error:  # pragma: no cover - only with a broken build
     raise ImportError(
-        "torch_green_contexts' compiled extension could not be loaded "
-        f"({error}). It must be built against the installed PyTorch "
-        f"({torch.__version__}): run `pip install --no-build-isolation -e .` again."
+        f"torch_green_contexts' compiled extension could not be loaded ({error}); {REBUILD} "
+        f"(installed torch: {torch.__version__})"
     ) from error
 
-__all__ = ["_C"]
+__all__ = ["_C", "BUILT_AGAINST_TORCH"]

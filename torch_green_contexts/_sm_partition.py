@@ -29,8 +29,11 @@ class SMPartition:
             "GreenContext.sm_partition or SMPartition.split()"
         )
 
+    _native: _C._SmPartition
+    _parent: object
+
     @classmethod
-    def _wrap(cls, native: object, parent: object = None) -> "SMPartition":
+    def _wrap(cls, native: _C._SmPartition, parent: object = None) -> "SMPartition":
         self = object.__new__(cls)
         self._native = native
         self._parent = parent

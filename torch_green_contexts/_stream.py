@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ._native import _C
+
 # torch.cuda.Stream.__new__ only forwards a (stream_id, device_index, device_type) triple to
 # its compiled base; calling the base directly saves a Python frame on every Stream().
 _make_stream = getattr(getattr(torch._C, "_CudaStreamBase", None), "__new__", None)
@@ -16,16 +18,17 @@ class GreenContextStream(torch.cuda.Stream):
     The stream stays valid as long as this object, or the GreenContext, is alive.
     """
 
-    _green_context: object
+    _green_context: _C._GreenContext
 
     @classmethod
-    def _of(cls, native_context: object, priority: int = 0) -> GreenContextStream:
+    def _of(cls, native_context: _C._GreenContext, priority: int = 0) -> GreenContextStream:
         """A stream of `native_context` at `priority`, from the context's stream pool."""
-        stream_id, device_index, device_type = native_context.stream(priority)  # type: ignore[attr-defined]
+        stream_id, device_index, device_type = native_context.stream(priority)
+        self: GreenContextStream
         if _make_stream is not None:
             self = _make_stream(cls, stream_id=stream_id, device_index=device_index, device_type=device_type)
         else:
-            self = torch.cuda.Stream.__new__(
+            self = torch.cuda.Stream.__new__(  # type: ignore[no-untyped-call]
                 cls, stream_id=stream_id, device_index=device_index, device_type=device_type
             )
         self._green_context = native_context

@@ -51,12 +51,12 @@ def _is_sequence(value: Any) -> bool:
 def _split_count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not _is_int(value):
         raise ValueError(f"{name} entries must be non-negative ints, got {value!r}")
-    value = operator.index(value)
-    if value < 0:
-        raise ValueError(f"{name} entries must be non-negative ints, got {value}")
-    if value > 0xFFFFFFFF:
-        raise ValueError(f"{name} entries must fit in 32 bits, got {value}")
-    return value
+    count: int = operator.index(value)
+    if count < 0:
+        raise ValueError(f"{name} entries must be non-negative ints, got {count}")
+    if count > 0xFFFFFFFF:
+        raise ValueError(f"{name} entries must fit in 32 bits, got {count}")
+    return count
 
 
 def _is_int(value: Any) -> bool:
@@ -120,3 +120,21 @@ def split_groups(
                 f"be the last group (there are {groups} groups)"
             )
     return result  # type: ignore[return-value]
+
+
+def check_priority(priority: Any) -> int:
+    """A stream priority as an int, clamped to PyTorch's range (lower numbers: higher priority)."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
+    if priority == 0:
+        return 0
+    lowest, highest = _priority_range()
+    return max(highest, min(lowest, priority))
+
+
+def _priority_range() -> tuple[int, int]:
+    import torch
+
+    # A static method at run time; torch's stubs declare it as an instance method.
+    lowest, highest = torch.cuda.Stream.priority_range()  # type: ignore[call-arg]
+    return int(lowest), int(highest)

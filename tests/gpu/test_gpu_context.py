@@ -272,3 +272,21 @@ def test_gpu_usable_after_errors(granularity):
             GreenContext(num_sms=bad)
     gemm_check(GreenContext(num_sms=granularity).Stream())
     gemm_check(torch.cuda.current_stream())
+
+
+def test_stream_priority(device, granularity):
+    lowest, highest = torch.cuda.Stream.priority_range()
+    ctx = GreenContext(num_sms=granularity)
+    high = ctx.Stream(priority=highest)
+    assert high.priority == highest
+    assert ctx.Stream().priority == lowest == ctx.Stream(priority=0).priority
+    assert ctx.Stream(priority=highest - 100).priority == highest  # clamped, as torch does
+    assert ctx.Stream(priority=lowest + 100).priority == lowest
+    assert high.cuda_stream not in {ctx.Stream().cuda_stream for _ in range(40)}
+    gemm_check(high)
+    assert len(observed_sm_ids(high)) == ctx.sm_count
+    for bad in (1.0, "high", True, None):
+        with pytest.raises(TypeError, match="priority must be an int"):
+            ctx.Stream(priority=bad)
+    with pytest.raises(TypeError):
+        ctx.Stream(-1)  # keyword only, beside upstream's Stream()

@@ -1,0 +1,56 @@
+"""install(): torch.cuda.green_contexts resolves to this package (no GPU needed)."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_install_and_uninstall():
+    result = _run(
+        """
+        import sys, torch
+        import torch_green_contexts as tgc
+        had_module = "torch.cuda.green_contexts" in sys.modules or hasattr(torch.cuda, "green_contexts")
+        assert not tgc.installed()
+        tgc.install()
+        tgc.install()  # twice is the same as once
+        assert tgc.installed()
+        from torch.cuda.green_contexts import GreenContext, SMPartition
+        import torch.cuda.green_contexts as module
+        assert GreenContext is tgc.GreenContext and SMPartition is tgc.SMPartition
+        assert torch.cuda.green_contexts.GreenContext is tgc.GreenContext
+        assert module.SMPartition is tgc.SMPartition
+        tgc.uninstall()
+        assert not tgc.installed()
+        module = sys.modules.get("torch.cuda.green_contexts")
+        assert module is None or getattr(module, "GreenContext", None) is not tgc.GreenContext
+        print("ok")
+        """
+    )
+    assert result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+def test_runner_installs_before_the_program(tmp_path):
+    script = tmp_path / "user_program.py"
+    script.write_text(textwrap.dedent(
+        """
+        import sys
+        from torch.cuda.green_contexts import GreenContext, SMPartition
+        import torch_green_contexts
+        assert GreenContext is torch_green_contexts.GreenContext
+        assert SMPartition is torch_green_contexts.SMPartition
+        print("args", sys.argv[1:], __name__)
+        """
+    ))
+    result = subprocess.run([sys.executable, "-m", "torch_green_contexts.run", str(script), "a", "--b"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "args ['a', '--b'] __main__"
+    usage = subprocess.run([sys.executable, "-m", "torch_green_contexts.run"], capture_output=True, text=True,
+                           timeout=300)
+    assert usage.returncode == 2 and "python -m torch_green_contexts.run" in usage.stdout

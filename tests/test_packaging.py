@@ -1,0 +1,68 @@
+"""Packaging: the torch-version check at import, and a wheel that installs in a fresh venv."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_build_records_the_torch_it_was_built_against():
+    import torch
+
+    from torch_green_contexts import _native
+
+    assert _native.BUILT_AGAINST_TORCH == torch.__version__
+
+
+def test_another_torch_gets_a_message_to_rebuild():
+    code = textwrap.dedent(
+        """
+        import torch
+        built = torch.__version__
+        torch.__version__ = "2.0.0+other"
+        try:
+            import torch_green_contexts
+        except ImportError as error:
+            message = str(error)
+            assert "built against torch " + built in message, message
+            assert "2.0.0+other is installed" in message and "rebuild" in message, message
+            print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("TGC_TEST_WHEEL"), reason="set TGC_TEST_WHEEL=1 (scripts/run_tests.sh does)")
+def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+                    "-w", str(wheels), str(ROOT)], check=True, timeout=1800)
+    (wheel,) = wheels.glob("torch_green_contexts-*.whl")
+    venv = tmp_path / "venv"
+    # --system-site-packages: the same torch as the build, as the wheel requires.
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
+                   timeout=600)
+    code = ("import torch_green_contexts as t, torch_green_contexts._native as n, torch; "
+            "assert n.BUILT_AGAINST_TORCH == torch.__version__; "
+            "assert 'site-packages' in t.__file__, t.__file__; "
+            "print(t.__version__, t._C.installed_driver_version() >= 0)")
+    result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0.1.0", "True"]
+    assert any(name.endswith("py.typed") for name in _wheel_files(wheel))
+
+
+def _wheel_files(wheel):
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.namelist()

@@ -1,0 +1,31 @@
+"""python -m torch_green_contexts.run [-m module | script.py] [args...]
+
+Runs a program written for ``torch.cuda.green_contexts`` with this package installed in its
+place (see :func:`torch_green_contexts.install`).
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help") or (args[0] == "-m" and len(args) < 2):
+        print(__doc__.strip())
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    import torch_green_contexts
+
+    torch_green_contexts.install()
+    if args[0] == "-m":
+        sys.argv = [args[1], *args[2:]]
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = args
+        runpy.run_path(args[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
