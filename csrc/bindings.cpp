@@ -182,6 +182,10 @@ PYBIND11_MODULE(_C, m) {
       "partition_with_at_least",
       [](int device, unsigned min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
       py::arg("device"), py::arg("min_sms"));
+  m.def(
+      "groups_that_fit",
+      [](int device, unsigned min_sms) { return groups_that_fit(SmPartition::from_device(device), min_sms); },
+      py::arg("device"), py::arg("min_sms"));
   m.def("native_split_available", [] { return native_split_available_path() == SplitPath::kNative; });
   m.def(
       "launch_sm_probe",
@@ -223,6 +227,9 @@ PYBIND11_MODULE(_C, m) {
       "set_idle_context_limit", [](std::size_t limit) { ContextRecycler::instance().set_limit(limit); },
       py::arg("limit"), py::call_guard<py::gil_scoped_release>());
   m.attr("IDLE_LIMIT_ENV") = idle_limit_env();
+#ifdef TGC_BUILT_AGAINST_TORCH
+  m.attr("BUILT_AGAINST_TORCH") = TGC_BUILT_AGAINST_TORCH;
+#endif
   m.def("entry_points", [] {
     py::dict result;
     for (const EntryPointStatus& entry : entry_point_status()) {

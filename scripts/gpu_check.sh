@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build, report, GPU tests, split figures, and (with --bench) the
-# benchmarks. Everything is logged to $OUT/gpu.log (default ./gpu-logs), the build to
+# One call on a GPU machine: build, report, GPU tests, split figures, the C++ example, and
+# (with --bench) the benchmarks. Everything is logged to $OUT/gpu.log (default ./gpu-logs), the build to
 # $OUT/build.log and the benchmark results to $OUT/bench/.
 #   bash scripts/gpu_check.sh [--bench|--bench-only] [pytest args...]
 set -uo pipefail
@@ -27,6 +27,7 @@ if [ "$tests" = 1 ]; then
   run python3 -m torch_green_contexts || status=1
   run python3 -m pytest tests -q -rs -p no:cacheprovider "$@" || status=1
   run python3 scripts/split_report.py || status=1
+  MAX_JOBS=${MAX_JOBS:-16} run bash scripts/build_cpp_example.sh || status=1
 fi
 if [ "$bench" = 1 ]; then
   run python3 -m benchmarks --out "$OUT/bench" || status=1

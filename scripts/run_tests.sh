@@ -47,6 +47,9 @@ done
 echo "Line coverage of the driver-facing core (csrc/core), C++ tests with the simulated driver:"
 $PY -m gcovr --root . --filter 'csrc/core/' --gcov-ignore-parse-errors=negative_hits.warn_once_per_file "$build"
 
+echo "The C++ package and the LibTorch example (examples/cpp) build against the installed torch:"
+bash scripts/build_cpp_example.sh --no-run
+
 echo "mypy --strict on the public package:"
 $PY -m mypy --strict torch_green_contexts
 

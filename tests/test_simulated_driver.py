@@ -172,3 +172,18 @@ def test_two_devices_against_the_simulated_driver():
     result = subprocess.run([sys.executable, "-c", TWO_DEVICES], env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
+def test_report_against_the_simulated_driver():
+    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION="13000")
+    result = subprocess.run([sys.executable, "-m", "torch_green_contexts"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "CUDA driver: 13.0" in out
+    assert "native split (cuDevSmResourceSplit)" in out and "no (needs 13.1)" in out
+    assert "missing: cuDevSmResourceSplit (13.1+)" in out
+    # The simulated GPCs (18 x 6, 16, 8) hold 15 aligned groups of 8, as an H200 does.
+    assert "groups that fit at once: 15 of 8 SMs, 7 of 16 SMs" in out, out
+    assert f"TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY={LIBRARY}" in out

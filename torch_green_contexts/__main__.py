@@ -26,7 +26,20 @@ def _version(v: int) -> str:
 
 
 def main() -> int:
-    print(f"torch_green_contexts: torch {torch.__version__} (CUDA {torch.version.cuda})")
+    import os
+    import platform
+
+    from . import __version__
+    from ._native import BUILT_AGAINST_TORCH
+
+    print("torch_green_contexts report (paste it into a bug report)")
+    print(f"torch_green_contexts {__version__}, built against torch {BUILT_AGAINST_TORCH}")
+    print(f"torch {torch.__version__} (CUDA runtime {torch.version.cuda}), Python "
+          f"{platform.python_version()}, {platform.platform()}")
+    for name in (_C.DRIVER_LIBRARY_ENV, _C.IDLE_LIMIT_ENV, "TORCH_GREEN_CONTEXTS_SPLIT_PATH",
+                 "CUDA_VISIBLE_DEVICES"):
+        if os.environ.get(name):
+            print(f"  {name}={os.environ[name]}")
     installed = _C.installed_driver_version()
     if installed == 0:
         print("CUDA driver: none found (libcuda.so.1 cannot be loaded): nothing to partition here.")
@@ -39,11 +52,16 @@ def main() -> int:
         return 0
     version = _C.driver_version()
     print(f"CUDA driver: {_version(version)} ({_C.driver_library()}), {count} device(s)")
+    print("Features:")
     for name, needed in FEATURES:
         state = "yes" if version >= needed else f"no (needs {_version(needed)})"
         print(f"  {name:<52} {state}")
     print(f"  split path on this driver: "
           f"{'native' if _C.native_split_available() else 'emulated (cuDevSmResourceSplitByCount)'}")
+    entry_points = _C.entry_points()
+    missing = [f"{n} ({_version(since)}+)" for n, (present, since) in entry_points.items() if not present]
+    print(f"Driver entry points: {len(entry_points) - len(missing)} of {len(entry_points)} resolved"
+          + (f"; missing: {', '.join(missing)}" if missing else ""))
     if count == 0:
         print("No CUDA device is visible.")
         return 0
@@ -51,19 +69,31 @@ def main() -> int:
         print("This driver has no green contexts.")
         return 0
 
+    for index in range(count):
+        whole = SMPartition.from_device(index)
+        major, minor = _C.compute_capability(index)
+        granularity = whole.coscheduled_sm_count
+        name = torch.cuda.get_device_name(index) if torch.cuda.is_available() else "(not visible to PyTorch)"
+        print(f"device {index}: {name}, compute capability {major}.{minor}, "
+              f"{whole.sm_count} SMs, co-scheduling granularity {granularity} SMs")
+        fits = [(k * granularity, _C.groups_that_fit(index, k * granularity)) for k in (1, 2, 3, 4, 8)
+                if k * granularity <= whole.sm_count]
+        print("  SM layout: groups that fit at once: "
+              + ", ".join(f"{n} of {size} SMs" for size, n in fits)
+              + f" (the SM count alone would allow {whole.sm_count // granularity} of {granularity})")
+
+    if not torch.cuda.is_available():
+        print("PyTorch sees no CUDA device: no live demo.")
+        return 0
     device = torch.cuda.current_device()
     whole = SMPartition.from_device(device)
-    major, minor = _C.compute_capability(device)
-    print(f"device {device}: {torch.cuda.get_device_name(device)}, compute capability "
-          f"{major}.{minor}, {whole.sm_count} SMs, co-scheduling granularity "
-          f"{whole.coscheduled_sm_count} SMs")
-
     small = 2 * whole.coscheduled_sm_count
     latency, batch = GreenContext.split(num_sms=(small, 0), backfill=(False, True), device_id=device)
-    print(f"split(num_sms=({small}, 0), backfill=(False, True)): "
+    print(f"Live demo on device {device}: split(num_sms=({small}, 0), backfill=(False, True)): "
           f"{latency.sm_count} + {batch.sm_count} SMs")
     a = torch.randn(1024, 1024, device=device)
     expected = a @ a
+    seen = []
     for name, ctx in (("first", latency), ("second", batch)):
         stream = ctx.Stream()
         stream.wait_stream(torch.cuda.current_stream(device))
@@ -72,8 +102,11 @@ def main() -> int:
         stream.synchronize()
         ok = torch.allclose(result, expected, rtol=1e-3, atol=1e-3)
         sms = observed_sm_ids(stream)
+        seen.append(set(sms))
         print(f"  {name} partition: matmul {'correct' if ok else 'WRONG'}; probe ran on "
               f"{len(sms)} SMs: {_ranges(sms)}")
+    print(f"  SMs shared by the two partitions: {len(seen[0] & seen[1])}")
+    print(f"  plain stream: probe ran on {len(observed_sm_ids(torch.cuda.current_stream(device)))} SMs")
     return 0
 
 

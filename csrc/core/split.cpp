@@ -361,6 +361,18 @@ SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& req
   return EmulatedSplit(input, requests).run();
 }
 
+unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
+  const DriverApi& api = driver();
+  auto split_fn = api.require(api.cuDevSmResourceSplitByCount, "green contexts",
+                              feature_version::kGreenContexts);
+  unsigned groups = 0;
+  // With no result array the call only counts the groups it could make (documented).
+  abi::CUresult result = split_fn(nullptr, &groups, &input.resource(), nullptr, 0, min_sms);
+  if (result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION) return 0;
+  api.check(result, "cuDevSmResourceSplitByCount");
+  return groups;
+}
+
 SmPartition partition_with_at_least(int ordinal, unsigned min_sms) {
   SmPartition device = SmPartition::from_device(ordinal);
   if (min_sms == 0 || min_sms > device.sm_count()) {

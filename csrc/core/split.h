@@ -52,6 +52,10 @@ unsigned emulated_split_flags(const GroupRequest& request, unsigned alignment, i
 // Granularity of counts under `flags`.
 unsigned emulated_granularity(unsigned flags, unsigned alignment);
 
+// How many groups of at least `min_sms` SMs at the default co-scheduling alignment fit in
+// `input` at once (the GPU's layout can fit fewer than sm_count / min_sms).
+unsigned groups_that_fit(const SmPartition& input, unsigned min_sms);
+
 // The smallest partition of device `ordinal` with at least `min_sms` SMs at the default
 // co-scheduling alignment (the whole device if no aligned group that large exists).
 SmPartition partition_with_at_least(int ordinal, unsigned min_sms);

@@ -458,8 +458,13 @@ TEST_F(Contexts, AContextWhoseStreamFailedIsNotReused) {
   SmPartition part = partition_with_at_least(0, 8);
   auto ctx = GreenContext::create(0, &part, std::nullopt);
   ctx->stream(0);
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
   sim().fail_next("cuStreamSynchronize", 700 /* CUDA_ERROR_ILLEGAL_ADDRESS */, 0);
   ctx.reset();
+  set_warning_handler(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cuStreamSynchronize"), std::string::npos);
   EXPECT_EQ(live_counts().idle_contexts, 0u);
   EXPECT_EQ(sim().live("green_ctx"), 0);
 }
