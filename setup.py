@@ -58,16 +58,27 @@ extension = cpp_extension.CppExtension(
     define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
 )
 
-# The torch the extension is compiled against, for the check at import (a compiled extension
-# only works with the torch it was built against).
-with open(os.path.join(HERE, "torch_green_contexts", "_build_info.py"), "w") as build_info:
-    build_info.write(
-        '"""Written by setup.py at build time."""\n\n'
-        f"TORCH_VERSION = {torch.__version__!r}\n"
-        f"TORCH_CUDA_VERSION = {torch.version.cuda!r}\n"
-    )
+class BuildExtension(cpp_extension.BuildExtension):
+    """Compiles the extension and records the torch it was compiled against, for the check at
+    import (a compiled extension only works with the torch it was built against)."""
+
+    def run(self):
+        text = (
+            '"""Written when the extension was compiled (setup.py build_ext)."""\n\n'
+            f"TORCH_VERSION = {torch.__version__!r}\n"
+            f"TORCH_CUDA_VERSION = {torch.version.cuda!r}\n"
+        )
+        targets = [os.path.join(HERE, "torch_green_contexts", "_build_info.py")]
+        if not self.inplace:
+            targets.append(os.path.join(self.build_lib, "torch_green_contexts", "_build_info.py"))
+        for path in targets:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as build_info:
+                build_info.write(text)
+        super().run()
+
 
 setup(
     ext_modules=[extension],
-    cmdclass={"build_ext": cpp_extension.BuildExtension},
+    cmdclass={"build_ext": BuildExtension},
 )

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "bench/driver_baseline.h"
 #include "core/context_recycler.h"
@@ -240,31 +241,22 @@ PYBIND11_MODULE(_C, m) {
 
   // Baselines for benchmarks/: the raw driver calls behind the public calls, timed in C++.
   py::module_ bench = m.def_submodule("_bench");
-  auto timing = [](bench::Timing t) { return py::make_tuple(t.create_ns, t.destroy_ns, t.split_ns); };
+  // (create_ns, destroy_ns, split_ns); the driver calls run with the GIL released.
+  auto as_tuple = [](const bench::Timing& t) { return std::make_tuple(t.create_ns, t.destroy_ns, t.split_ns); };
   bench.def(
-      "raw_create", [timing](int device, unsigned min_sms, bool bare) {
-        bench::Timing t;
-        {
-          py::gil_scoped_release release;
-          t = bench::raw_create(device, min_sms, bare);
-        }
-        return timing(t);
-      },
-      py::arg("device"), py::arg("min_sms"), py::arg("bare") = false);
+      "raw_create",
+      [as_tuple](int device, unsigned min_sms, bool bare) { return as_tuple(bench::raw_create(device, min_sms, bare)); },
+      py::arg("device"), py::arg("min_sms"), py::arg("bare") = false, py::call_guard<py::gil_scoped_release>());
   bench.def(
-      "raw_split_create", [timing](int device, unsigned first_sms, bool concurrently) {
-        bench::Timing t;
-        {
-          py::gil_scoped_release release;
-          t = bench::raw_split_create(device, first_sms, concurrently);
-        }
-        return timing(t);
+      "raw_split_create",
+      [as_tuple](int device, unsigned first_sms, bool concurrently) {
+        return as_tuple(bench::raw_split_create(device, first_sms, concurrently));
       },
-      py::arg("device"), py::arg("first_sms"), py::arg("concurrently") = false);
+      py::arg("device"), py::arg("first_sms"), py::arg("concurrently") = false,
+      py::call_guard<py::gil_scoped_release>());
   bench.def(
-      "raw_stream_create", [timing](std::uintptr_t green_ctx, int priority) {
-        return timing(bench::raw_stream_create(green_ctx, priority));
-      },
+      "raw_stream_create",
+      [as_tuple](std::uintptr_t green_ctx, int priority) { return as_tuple(bench::raw_stream_create(green_ctx, priority)); },
       py::arg("green_ctx"), py::arg("priority") = 0);
 
   py::module_ versions = m.def_submodule("feature_version");

@@ -36,10 +36,13 @@ def test_install_and_uninstall():
 
 
 def test_runner_installs_before_the_program(tmp_path):
+    (tmp_path / "user_helper.py").write_text("VALUE = 7\n")
     script = tmp_path / "user_program.py"
     script.write_text(textwrap.dedent(
         """
         import sys
+        import user_helper  # a module beside the script, as `python script.py` would find it
+        assert user_helper.VALUE == 7
         from torch.cuda.green_contexts import GreenContext, SMPartition
         import torch_green_contexts
         assert GreenContext is torch_green_contexts.GreenContext

@@ -32,4 +32,11 @@ except ImportError as error:  # pragma: no cover - only with a broken build
         f"(installed torch: {torch.__version__})"
     ) from error
 
+_compiled_against = getattr(_C, "BUILT_AGAINST_TORCH", None)
+if _compiled_against is not None and _compiled_against != torch.__version__:
+    raise ImportError(
+        f"torch_green_contexts' extension was compiled against torch {_compiled_against}, but torch "
+        f"{torch.__version__} is installed: {REBUILD}"
+    )
+
 __all__ = ["_C", "BUILT_AGAINST_TORCH"]

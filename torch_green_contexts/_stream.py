@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ._native import _C
 
 # torch.cuda.Stream.__new__ only forwards a (stream_id, device_index, device_type) triple to
 # its compiled base; calling the base directly saves a Python frame on every Stream().
-_make_stream = getattr(getattr(torch._C, "_CudaStreamBase", None), "__new__", None)
+_base: Any = getattr(torch._C, "_CudaStreamBase", None)
+_make_stream: Any = (
+    _base.__new__ if isinstance(_base, type) and issubclass(torch.cuda.Stream, _base) else None
+)
 
 
 class GreenContextStream(torch.cuda.Stream):

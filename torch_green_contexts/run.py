@@ -6,6 +6,7 @@ place (see :func:`torch_green_contexts.install`).
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)
     else:
         sys.argv = args
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))  # as `python script.py` does
         runpy.run_path(args[0], run_name="__main__")
     return 0
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -14,7 +15,7 @@ constexpr std::size_t kDefaultIdleLimit = 16;
 
 std::size_t initial_limit() {
   const char* text = std::getenv(idle_limit_env());
-  if (text == nullptr || text[0] == '\0') return kDefaultIdleLimit;
+  if (text == nullptr || text[0] == '\0' || text[0] == '-') return kDefaultIdleLimit;
   char* end = nullptr;
   unsigned long value = std::strtoul(text, &end, 10);
   if (end == text || *end != '\0') return kDefaultIdleLimit;
@@ -112,31 +113,33 @@ std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key) {
 
 std::unique_ptr<ContextHandles> ContextRecycler::keep(const RecycleKey& key,
                                                       std::unique_ptr<ContextHandles> handles) {
-  std::vector<Entry> evicted;
+  std::list<Entry> node;  // allocated before anything changes: a failure here changes nothing
+  node.push_back(Entry{key, nullptr});
+  std::list<Entry> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (limit_ == 0) return handles;
-    idle_streams_ += handles->stream_count();
-    idle_.push_front(Entry{key, std::move(handles)});
+    const std::size_t streams = handles->stream_count();
+    node.front().handles = std::move(handles);
+    idle_.splice(idle_.begin(), node);
+    idle_streams_ += streams;
     trim(evicted);
   }
   return nullptr;  // `evicted` is destroyed here, outside the lock
 }
 
-void ContextRecycler::trim(std::vector<Entry>& evicted) {
+void ContextRecycler::trim(std::list<Entry>& evicted) noexcept {
   while (idle_.size() > limit_) {
     idle_streams_ -= idle_.back().handles->stream_count();
-    evicted.push_back(std::move(idle_.back()));
-    idle_.pop_back();
+    evicted.splice(evicted.end(), idle_, std::prev(idle_.end()));
   }
 }
 
 void ContextRecycler::release_all() {
-  std::vector<Entry> evicted;
+  std::list<Entry> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Entry& entry : idle_) evicted.push_back(std::move(entry));
-    idle_.clear();
+    evicted.splice(evicted.end(), idle_);
     idle_streams_ = 0;
   }
 }
@@ -147,7 +150,7 @@ std::size_t ContextRecycler::limit() const {
 }
 
 void ContextRecycler::set_limit(std::size_t limit) {
-  std::vector<Entry> evicted;
+  std::list<Entry> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     limit_ = limit;

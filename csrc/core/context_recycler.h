@@ -91,8 +91,8 @@ class ContextRecycler {
     RecycleKey key;
     std::unique_ptr<ContextHandles> handles;
   };
-  // Removes entries beyond the limit into `evicted`, to be destroyed outside the lock.
-  void trim(std::vector<Entry>& evicted);
+  // Moves entries beyond the limit into `evicted`, to be destroyed outside the lock.
+  void trim(std::list<Entry>& evicted) noexcept;
 
   mutable std::mutex mutex_;
   std::list<Entry> idle_;  // most recently kept first

@@ -98,8 +98,17 @@ GreenContext::GreenContext(int device, std::unique_ptr<ContextHandles> handles, 
 GreenContext::~GreenContext() {
   (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_sub(1);
   g_live_streams.fetch_sub(handles_->stream_count());
-  // A context whose streams report an error is not handed to anyone else.
-  if (handles_->synchronize()) handles_ = ContextRecycler::instance().keep(key_, std::move(handles_));
+  // A context whose streams report an error is not handed to anyone else. The source
+  // partition's keep-alive goes with this object, not with the idle context: a context made by
+  // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
+  // whose resource described them (the keep-alive keeps that resource valid until creation).
+  if (handles_->synchronize()) {
+    try {
+      handles_ = ContextRecycler::instance().keep(key_, std::move(handles_));
+    } catch (...) {
+      // No memory to keep it: keep() gave it back untouched or destroyed it already.
+    }
+  }
   handles_.reset();
 }
 
@@ -145,9 +154,10 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
   std::vector<std::thread> helpers;
   const std::size_t extra = std::min(count, kMaxThreads) - (count > 0 ? 1 : 0);
   try {
+    helpers.reserve(extra);
     for (std::size_t t = 0; t < extra; ++t) helpers.emplace_back(work);
-  } catch (const std::system_error&) {
-    // No more threads to be had: the threads already started and this one do the rest.
+  } catch (...) {
+    // No more threads (or memory) to be had: the threads already started and this one do the rest.
   }
   work();
   for (std::thread& helper : helpers) helper.join();
@@ -213,14 +223,14 @@ void GreenContext::push_current() const {
 
 void GreenContext::pop_current() const {
   const DriverApi& api = driver();
-  abi::CUcontext popped = nullptr;
-  api.check(api.cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
-  if (popped != handles_->context) {
-    // Not ours: put it back where it was.
-    api.check(api.cuCtxPushCurrent(popped), "cuCtxPushCurrent");
+  abi::CUcontext top = nullptr;
+  api.check(api.cuCtxGetCurrent(&top), "cuCtxGetCurrent");
+  if (top != handles_->context) {
     throw std::runtime_error(
         "pop_context: this green context is not the current context of the calling thread");
   }
+  abi::CUcontext popped = nullptr;
+  api.check(api.cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
 }
 
 unsigned GreenContext::max_workqueue_concurrency(int device) {
