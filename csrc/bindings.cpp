@@ -164,6 +164,8 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("locality_domain_id", &GreenContext::locality_domain_id)
       .def_property_readonly("handle",
                              [](const GreenContext& c) { return reinterpret_cast<std::uintptr_t>(c.handle()); })
+      .def_property_readonly("context_handle",
+                             [](const GreenContext& c) { return reinterpret_cast<std::uintptr_t>(c.context()); })
       .def("sm_partition",
            [](const std::shared_ptr<GreenContext>& self) {
              return wrap_partition(GreenContext::sm_partition(self));
@@ -204,6 +206,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("format_driver_version", &format_driver_version);
   m.def("device_count", &device_count);
   m.def("device_sm_count", &device_sm_count, py::arg("device"));
+  m.def("current_context", [] { return reinterpret_cast<std::uintptr_t>(current_context()); },
+        "The calling thread's current CUDA context (0: none), as an integer handle.");
   m.def("compute_capability", [](int device) {
     ComputeCapability cc = device_compute_capability(device);
     return py::make_tuple(cc.major, cc.minor);

@@ -62,4 +62,11 @@ bool primary_context_active(int ordinal) {
   return active != 0;
 }
 
+abi::CUcontext current_context() {
+  const DriverApi& api = driver();
+  abi::CUcontext context = nullptr;
+  api.check(api.cuCtxGetCurrent(&context), "cuCtxGetCurrent");
+  return context;
+}
+
 }  // namespace tgc

@@ -29,4 +29,8 @@ unsigned default_coscheduling_alignment(int ordinal);
 // Whether the device's primary context is active (initialised by someone, e.g. PyTorch).
 bool primary_context_active(int ordinal);
 
+// The calling thread's current context (null when none), to check that libraries such as NCCL
+// left no other context current.
+abi::CUcontext current_context();
+
 }  // namespace tgc
