@@ -187,3 +187,42 @@ def test_report_against_the_simulated_driver():
     # The simulated GPCs (18 x 6, 16, 8) hold 15 aligned groups of 8, as an H200 does.
     assert "groups that fit at once: 15 of 8 SMs, 7 of 16 SMs" in out, out
     assert f"TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY={LIBRARY}" in out
+
+
+SIZING = textwrap.dedent(
+    """
+    from torch_green_contexts import sizing
+    from torch_green_contexts.layouts import Layouts
+
+    counts = sizing.available_counts(0)
+    # The simulated GPCs (18 x 6, 16, 8) hold 15 aligned groups of 8: a group and the rest can
+    # be 8..120 SMs, and the whole device (132) ends the list.
+    assert counts == list(range(8, 121, 8)) + [132], counts
+    for call, error, text in (
+        (lambda: sizing.measure(lambda: None, counts=[8, 12], device_id=0), ValueError,
+         "cannot be split exactly into [12] SMs and the rest; allowed counts: [8, 16,"),
+        (lambda: sizing.measure(lambda: None, counts=[128], device_id=0), ValueError, "[128]"),
+        (lambda: sizing.measure(lambda: None, device_id=3), RuntimeError, "valid device_id: 0..0"),
+        (lambda: Layouts([8, 132], device_id=0), ValueError, "between 1 and 131"),
+        (lambda: Layouts([8], device_id=3), RuntimeError, "valid device_id: 0..0"),
+    ):
+        try:
+            call()
+        except error as caught:
+            assert text in str(caught), caught
+        else:
+            raise AssertionError(f"no {error.__name__}")
+    print("ok", counts)
+    """
+)
+
+
+@pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
+@pytest.mark.parametrize("version", [12040, 13000, 13040])
+def test_sizing_counts_and_checks_against_the_simulated_driver(version):
+    """The counts the sweep would measure, read from the driver on the emulated (12.4, 13.0) and
+    native (13.4) split paths, and the checks that need a device."""
+    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION=str(version),
+               CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run([sys.executable, "-c", SIZING], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.startswith("ok"), result.stdout + result.stderr

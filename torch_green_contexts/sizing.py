@@ -1,0 +1,531 @@
+"""Size a latency partition from measurements.
+
+:func:`measure` answers "how many SMs does my latency-critical step need, and what does the
+batch work lose?" on the GPU it runs on::
+
+    from torch_green_contexts import sizing
+
+    result = sizing.measure(decode_step, load=prefill_chunk)
+    print(result.table())
+    sms = result.smallest_meeting(deadline_us=2000)       # p99 under load, or None
+    latency, batch = GreenContext.split(num_sms=(sms, 0), backfill=(False, True))
+
+For every candidate SM count it splits the device into (count, rest), times ``fn`` on the
+first partition with CUDA events (idle, and with ``load`` kept queued on the rest), and
+measures the load's rate there; the same figures on plain streams are measured in the same run,
+interleaved with the rest in a new order each round, so that every row can be read against them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import operator
+import time
+from collections import deque
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+from ._device import resolve_device
+from ._green_context import GreenContext
+from ._native import _C
+from ._sm_partition import SMPartition
+from ._stats import interleaved, percentile
+
+__all__ = [
+    "Latency", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow", "available_counts", "measure",
+    "time_calls",
+]
+
+PERCENTILES = (50, 90, 99)
+_POLL_S = 50e-6  # how often the host tops the load up while it waits for `fn`
+_QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
+
+
+@dataclasses.dataclass(frozen=True)
+class Latency:
+    """Latency percentiles of ``fn`` in microseconds (CUDA events, device time)."""
+
+    p50: float
+    p90: float
+    p99: float
+    mean: float
+    samples: int
+
+    @classmethod
+    def of(cls, values_us: Sequence[float]) -> Latency:
+        if not values_us:
+            raise ValueError("no latency samples")
+        return cls(percentile(values_us, 50), percentile(values_us, 90), percentile(values_us, 99),
+                   sum(values_us) / len(values_us), len(values_us))
+
+    def at(self, q: int) -> float:
+        """The ``q``-th percentile (50, 90 or 99)."""
+        return float(getattr(self, f"p{_check_percentile(q)}"))
+
+
+@dataclasses.dataclass(frozen=True)
+class SizingRow:
+    """One candidate split: ``fn`` on ``sm_count`` SMs, the load on the other ``rest_sm_count``.
+
+    ``loaded`` and ``load_rate`` are None without a load, and for the row of all SMs (no SM is
+    left for the load). ``load_rate`` is load calls per second on the rest while ``fn`` ran.
+    """
+
+    sm_count: int
+    rest_sm_count: int
+    idle: Latency
+    loaded: Latency | None
+    load_rate: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainFigures:
+    """The same work on plain streams of the whole device: what sharing without partitions gives.
+
+    ``idle``: ``fn`` alone; ``loaded``: ``fn`` beside the load on another plain stream, whose
+    rate then is ``load_rate``; ``load_alone_rate``: the load alone on the whole device.
+    """
+
+    idle: Latency
+    loaded: Latency | None
+    load_rate: float | None
+    load_alone_rate: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SizingResult:
+    """What :func:`measure` found: one :class:`SizingRow` per SM count, and the plain-stream
+    figures of the same run. Relative figures divide by ``plain.idle`` (latency) and by
+    ``plain.load_alone_rate`` (the load's rate)."""
+
+    rows: tuple[SizingRow, ...]
+    plain: PlainFigures
+    device: dict[str, Any]
+    settings: dict[str, Any]
+
+    def row(self, sm_count: int) -> SizingRow:
+        """The row measured for ``sm_count`` SMs; KeyError if that count was not measured."""
+        for row in self.rows:
+            if row.sm_count == sm_count:
+                return row
+        raise KeyError(f"{sm_count} SMs were not measured; measured: {[r.sm_count for r in self.rows]}")
+
+    def has_load(self) -> bool:
+        return self.plain.load_alone_rate is not None
+
+    def smallest_meeting(self, deadline_us: float, percentile: int = 99, *,
+                         under_load: bool = True) -> int | None:
+        """The smallest measured SM count whose ``percentile`` latency of ``fn`` is at most
+        ``deadline_us``: under the load when one was measured and ``under_load`` is true, else
+        idle. None when no measured count meets the deadline. The row of all SMs has no load
+        beside it, so it only qualifies when no load was measured or ``under_load`` is false.
+        """
+        if isinstance(deadline_us, bool) or not isinstance(deadline_us, (int, float)):
+            raise TypeError(f"deadline_us must be a number of microseconds, got {deadline_us!r}")
+        if not math.isfinite(deadline_us) or deadline_us <= 0:
+            raise ValueError(f"deadline_us must be a positive number of microseconds, got {deadline_us!r}")
+        q = _check_percentile(percentile)
+        loaded = under_load and self.has_load()
+        for row in sorted(self.rows, key=lambda r: r.sm_count):
+            figures = row.loaded if loaded else row.idle
+            if figures is not None and figures.at(q) <= deadline_us:
+                return row.sm_count
+        return None
+
+    def relative(self, row: SizingRow) -> dict[str, float | None]:
+        """``row`` against the plain-stream figures: latency over ``fn`` alone on the whole
+        device (p50 and p99, idle and loaded) and load rate over the load alone there."""
+        plain = self.plain.idle
+
+        def ratio(a: float | None, b: float | None) -> float | None:
+            return None if a is None or not b else a / b
+
+        alone = self.plain.load_alone_rate
+        return {
+            "idle_p50": ratio(row.idle.p50, plain.p50),
+            "idle_p99": ratio(row.idle.p99, plain.p99),
+            "loaded_p50": ratio(row.loaded.p50 if row.loaded else None, plain.p50),
+            "loaded_p99": ratio(row.loaded.p99 if row.loaded else None, plain.p99),
+            "load_rate": ratio(row.load_rate, alone),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["rows"] = [dict(dataclasses.asdict(r), relative=self.relative(r)) for r in self.rows]
+        return out
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """The whole result as JSON text (:meth:`from_json` reads it back)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> SizingResult:
+        data = json.loads(text)
+
+        def latency(d: dict[str, Any] | None) -> Latency | None:
+            return None if d is None else Latency(**d)
+
+        rows = []
+        for r in data["rows"]:
+            idle = latency(r["idle"])
+            assert idle is not None
+            rows.append(SizingRow(r["sm_count"], r["rest_sm_count"], idle, latency(r["loaded"]),
+                                  r["load_rate"]))
+        p = data["plain"]
+        plain_idle = latency(p["idle"])
+        assert plain_idle is not None
+        plain = PlainFigures(plain_idle, latency(p["loaded"]), p["load_rate"], p["load_alone_rate"])
+        return cls(tuple(rows), plain, data["device"], data["settings"])
+
+    def table(self) -> str:
+        """The rows as a Markdown table."""
+        def us(x: float | None) -> str:
+            return "-" if x is None else f"{x:.0f}"
+
+        def times(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2f}x"
+
+        p = self.plain
+        lines = [
+            "| SMs | rest | idle p50 us | idle p99 us | loaded p50 us | loaded p99 us | "
+            "loaded p99 / plain idle p99 | load rate /s | load rate / alone |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in self.rows:
+            rel = self.relative(row)
+            lines.append(
+                f"| {row.sm_count} | {row.rest_sm_count} | {us(row.idle.p50)} | {us(row.idle.p99)} | "
+                f"{us(row.loaded.p50 if row.loaded else None)} | {us(row.loaded.p99 if row.loaded else None)} | "
+                f"{times(rel['loaded_p99'])} | {_rate(row.load_rate)} | {times(rel['load_rate'])} |")
+        lines.append(
+            f"| plain | - | {us(p.idle.p50)} | {us(p.idle.p99)} | {us(p.loaded.p50 if p.loaded else None)} | "
+            f"{us(p.loaded.p99 if p.loaded else None)} | "
+            f"{times(p.loaded.p99 / p.idle.p99 if p.loaded else None)} | {_rate(p.load_rate)} | "
+            f"{times(p.load_rate / p.load_alone_rate if p.load_rate and p.load_alone_rate else None)} |")
+        return "\n".join(lines)
+
+    def plot(self, path: str, *, deadline_us: float | None = None) -> str:
+        """Latency of ``fn`` (p50, p99; idle and under load) and the load's rate against the SM
+        count, as a PNG at ``path`` (needs matplotlib). Returns ``path``."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as error:
+            raise RuntimeError("SizingResult.plot needs matplotlib: pip install matplotlib") from error
+        rows = sorted(self.rows, key=lambda r: r.sm_count)
+        x = [r.sm_count for r in rows]
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
+        top.plot(x, [r.idle.p50 for r in rows], "o-", color="tab:blue", label="p50, idle")
+        top.plot(x, [r.idle.p99 for r in rows], "o--", color="tab:blue", label="p99, idle")
+        loaded = [r for r in rows if r.loaded is not None]
+        if loaded:
+            lx = [r.sm_count for r in loaded]
+            top.plot(lx, [r.loaded.p50 for r in loaded if r.loaded], "s-", color="tab:red",
+                     label="p50, load on the rest")
+            top.plot(lx, [r.loaded.p99 for r in loaded if r.loaded], "s--", color="tab:red",
+                     label="p99, load on the rest")
+        top.axhline(self.plain.idle.p99, color="gray", ls=":", label="p99, plain stream, idle")
+        if self.plain.loaded is not None:
+            top.axhline(self.plain.loaded.p99, color="black", ls=":",
+                        label="p99, plain streams, load beside")
+        if deadline_us is not None:
+            top.axhline(deadline_us, color="tab:green", ls="-.", label=f"deadline {deadline_us:g} us")
+        top.set_yscale("log")
+        top.set_ylabel("latency of the step (us)")
+        top.set_title(f"{self.device.get('name', 'GPU')}: the step on k SMs, the load on the rest")
+        top.legend(fontsize=8)
+        top.grid(True, which="both", alpha=0.3)
+        if loaded and self.plain.load_alone_rate:
+            alone = self.plain.load_alone_rate
+            bottom.plot([r.sm_count for r in loaded], [(r.load_rate or 0) / alone for r in loaded],
+                        "s-", color="tab:red", label="load on the rest, beside the step")
+            if self.plain.load_rate:
+                bottom.axhline(self.plain.load_rate / alone, color="black", ls=":",
+                               label="load on a plain stream, beside the step")
+            bottom.set_ylabel("load rate / load alone on the whole GPU")
+            bottom.legend(fontsize=8)
+        else:
+            bottom.text(0.5, 0.5, "no load measured", ha="center", va="center", transform=bottom.transAxes)
+        bottom.set_xlabel("SMs of the step's partition (k)")
+        bottom.grid(True, alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _check_percentile(q: Any) -> int:
+    if isinstance(q, bool) or q not in PERCENTILES:
+        raise ValueError(f"percentile must be one of {PERCENTILES}, got {q!r}")
+    return int(q)
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be {minimum} or more, got {number}")
+    return number
+
+
+def available_counts(device_id: int | None = None) -> list[int]:
+    """The SM counts ``k`` for which the device splits exactly into ``k`` SMs and the rest,
+    ascending, from the smallest group the driver gives up to all SMs. Read from the driver
+    (no context is made), so it holds on any GPU; the last entry is the whole device."""
+    device = resolve_device(device_id)
+    whole = SMPartition.from_device(device)
+    total = whole.sm_count
+    step = max(1, whole._native.min_partition_size)
+    counts = []
+    for k in range(step, total, step):
+        try:
+            groups, _ = whole.split(num_sms=(k, 0), backfill=(False, True))
+        except ValueError:
+            continue  # this layout cannot give k SMs exactly
+        except RuntimeError as error:
+            # The native split reports a count the layout cannot give as a driver error.
+            if "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION" not in str(error):
+                raise
+            continue
+        if groups[0].sm_count == k:
+            counts.append(k)
+    counts.append(total)
+    return counts
+
+
+def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
+    if counts is None:
+        return list(allowed)
+    if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
+        raise TypeError(f"counts must be a sequence of SM counts, got {type(counts).__name__}")
+    chosen = [_positive_int("counts entries", c) for c in counts]
+    if not chosen:
+        raise ValueError("counts must name at least one SM count")
+    wrong = sorted({c for c in chosen if c not in allowed})
+    if wrong:
+        raise ValueError(f"this device cannot be split exactly into {wrong} SMs and the rest; "
+                         f"allowed counts: {allowed}")
+    return sorted(set(chosen))
+
+
+class QueuedLoad:
+    """Keeps batch work queued on a stream: ``load()`` launches one piece of it, and every
+    :meth:`top_up` launches more until ``depth`` calls are in flight. :meth:`stop` waits for
+    them and returns the calls per second of device time (CUDA events around the calls)."""
+
+    def __init__(self, load: Callable[[], Any], stream: torch.cuda.Stream, depth: int) -> None:
+        self.load, self.stream, self.depth = load, stream, depth
+        self.pending: deque[torch.cuda.Event] = deque()
+        self.calls = 0
+        self.seconds = 0.0  # device time of the calls, after stop()
+        self.first = _event(timing=True)
+        self.last = _event(timing=True)
+
+    def start(self) -> None:
+        self.calls = 0
+        self.first.record(self.stream)
+        self.top_up()
+
+    def top_up(self) -> None:
+        while self.pending and self.pending[0].query():  # type: ignore[no-untyped-call]
+            self.pending.popleft()
+        while len(self.pending) < self.depth:
+            with torch.cuda.stream(self.stream):
+                self.load()
+            done = _event()
+            done.record(self.stream)
+            self.pending.append(done)
+            self.calls += 1
+
+    def stop(self) -> float:
+        """Waits for the queued calls; returns the calls per second of device time."""
+        self.last.record(self.stream)
+        self.last.synchronize()
+        self.pending.clear()
+        self.seconds = float(self.first.elapsed_time(self.last)) / 1e3
+        return self.calls / self.seconds
+
+
+def _event(timing: bool = False) -> torch.cuda.Event:
+    return torch.cuda.Event(enable_timing=timing)  # type: ignore[no-untyped-call]
+
+
+def time_calls(fn: Callable[[], Any], stream: torch.cuda.Stream, calls: int,
+                load: QueuedLoad | None = None) -> list[float]:
+    """Device time in microseconds (CUDA events) of each of ``calls`` calls of ``fn`` on
+    ``stream``, one at a time, each waited for before the next (with the GIL released), keeping
+    ``load`` (already started) topped up before each call and while waiting for it."""
+    start, end = _event(timing=True), _event(timing=True)
+    times = []
+    for _ in range(calls):
+        if load is not None:
+            load.top_up()
+        with torch.cuda.stream(stream):
+            start.record(stream)
+            fn()
+            end.record(stream)
+        if load is None:
+            end.synchronize()  # releases the GIL
+        else:
+            while not end.query():  # type: ignore[no-untyped-call]
+                load.top_up()
+                time.sleep(_POLL_S)  # releases the GIL
+        times.append(start.elapsed_time(end) * 1e3)
+    return times
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    load: Callable[[], Any] | None = None,
+    device_id: int | None = None,
+    counts: Sequence[int] | None = None,
+    rounds: int = 3,
+    samples: int = 20,
+    warmup: int = 2,
+    seed: int = 0,
+) -> SizingResult:
+    """Time ``fn`` on partitions of every size in ``counts`` (default: :func:`available_counts`).
+
+    ``fn`` launches the latency-critical step on PyTorch's current stream; ``load``, when
+    given, launches one piece of batch work on the current stream and is kept queued on the
+    rest of the device while ``fn`` is timed. Each round runs every variant (each count idle
+    and under load, and the plain-stream references) in a new order; a variant runs ``warmup``
+    untimed and ``samples`` timed calls of ``fn``, one at a time. Both callables must be safe
+    to call repeatedly on any stream; work queued by earlier calls is finished before a
+    variant starts. The GIL is released while waiting on the GPU; the contexts made are
+    dropped at the end (kept for reuse within the idle limit), and no context is left current.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if load is not None and not callable(load):
+        raise TypeError(f"load must be callable or None, got {type(load).__name__}")
+    rounds = _positive_int("rounds", rounds)
+    samples = _positive_int("samples", samples)
+    warmup = _positive_int("warmup", warmup, minimum=0)
+    seed = _positive_int("seed", seed, minimum=0)
+    device = resolve_device(device_id)
+    chosen = _check_counts(counts, available_counts(device))
+
+    began = time.perf_counter()
+    with torch.cuda.device(device):
+        torch.cuda.synchronize(device)
+        layouts = _make_layouts(device, chosen)
+        try:
+            result = _run(fn, load, device, layouts, rounds, samples, warmup, seed)
+        finally:
+            torch.cuda.synchronize(device)
+            del layouts
+    settings = dict(result.settings, seconds=round(time.perf_counter() - began, 2))
+    return dataclasses.replace(result, settings=settings)
+
+
+# (latency context, stream, rest context or None, stream or None) per SM count.
+_Layout = tuple[GreenContext, torch.cuda.Stream, "GreenContext | None", "torch.cuda.Stream | None"]
+
+
+def _make_layouts(device: int, counts: list[int]) -> dict[int, _Layout]:
+    total = _C.device_sm_count(device)
+    layouts: dict[int, _Layout] = {}
+    for k in counts:
+        if k == total:
+            whole = GreenContext(sm_partition=SMPartition.from_device(device))
+            layouts[k] = (whole, whole.Stream(), None, None)
+        else:
+            first, rest = GreenContext.split(num_sms=(k, 0), backfill=(False, True), device_id=device)
+            layouts[k] = (first, first.Stream(), rest, rest.Stream())
+    return layouts
+
+
+def _run(fn: Callable[[], Any], load: Callable[[], Any] | None, device: int,
+         layouts: dict[int, _Layout], rounds: int, samples: int, warmup: int, seed: int) -> SizingResult:
+    plain_fn = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+    plain_load = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
+    plain_fn.wait_stream(torch.cuda.current_stream(device))
+    plain_load.wait_stream(torch.cuda.current_stream(device))
+
+    # One call of each alone, after a warm-up call, sets how many load calls stay queued and
+    # how long the load runs alone in its reference variant.
+    fn_once_s = time_calls(fn, plain_fn, 2)[-1] / 1e6
+    depth, load_once_s = 2, 0.0
+    if load is not None:
+        load_once_s = time_calls(load, plain_load, 2)[-1] / 1e6
+        depth = max(2, min(64, math.ceil(_QUEUED_LOAD_S / max(load_once_s, 1e-7))))
+
+    # variant name -> (fn stream or None, load stream or None)
+    variants: dict[str, tuple[torch.cuda.Stream | None, torch.cuda.Stream | None]] = {
+        "plain/idle": (plain_fn, None)}
+    if load is not None:
+        variants["plain/loaded"] = (plain_fn, plain_load)
+        variants["plain/load-alone"] = (None, plain_load)
+    for k, (_, first_stream, _, rest_stream) in layouts.items():
+        variants[f"{k}/idle"] = (first_stream, None)
+        if load is not None and rest_stream is not None:
+            variants[f"{k}/loaded"] = (first_stream, rest_stream)
+
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    load_runs: dict[str, list[tuple[int, float]]] = {name: [] for name in variants}  # (calls, s)
+    loads = {id(s): QueuedLoad(load, s, depth) for _, s in variants.values() if s is not None and load}
+    for _, name in interleaved(list(variants), rounds, seed):
+        stream, load_stream = variants[name]
+        torch.cuda.synchronize(device)
+        running = loads[id(load_stream)] if load_stream is not None else None
+        if running is not None:
+            running.start()
+        if stream is None:
+            assert running is not None
+            # The load alone, for as long as the step's samples take on a plain stream.
+            window_s = max(samples * fn_once_s, depth * load_once_s)
+            deadline = time.perf_counter() + window_s
+            while time.perf_counter() < deadline:
+                running.top_up()
+                time.sleep(_POLL_S)
+        else:
+            time_calls(fn, stream, warmup, running)
+            times[name].extend(time_calls(fn, stream, samples, running))
+        if running is not None:
+            running.stop()
+            load_runs[name].append((running.calls, running.seconds))
+    torch.cuda.synchronize(device)
+
+    def rate(name: str) -> float | None:
+        runs = load_runs.get(name)
+        if not runs:
+            return None
+        return sum(c for c, _ in runs) / sum(s for _, s in runs)
+
+    rows = []
+    for k, (first, _, rest, _) in layouts.items():
+        loaded = f"{k}/loaded"
+        rows.append(SizingRow(
+            sm_count=first.sm_count,
+            rest_sm_count=0 if rest is None else rest.sm_count,
+            idle=Latency.of(times[f"{k}/idle"]),
+            loaded=Latency.of(times[loaded]) if times.get(loaded) else None,
+            load_rate=rate(loaded),
+        ))
+    plain = PlainFigures(
+        idle=Latency.of(times["plain/idle"]),
+        loaded=Latency.of(times["plain/loaded"]) if times.get("plain/loaded") else None,
+        load_rate=rate("plain/loaded"),
+        load_alone_rate=rate("plain/load-alone"),
+    )
+    props = torch.cuda.get_device_properties(device)
+    info = {"name": props.name, "index": device, "sm_count": _C.device_sm_count(device),
+            "driver": _C.format_driver_version(_C.driver_version()), "torch": torch.__version__}
+    settings = {"rounds": rounds, "samples": samples, "warmup": warmup, "seed": seed,
+                "load_depth": depth if load is not None else None, "counts": list(layouts)}
+    return SizingResult(tuple(rows), plain, info, settings)
