@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "bench/driver_baseline.h"
 #include "core/context_recycler.h"
@@ -17,6 +19,7 @@
 #include "core/sm_partition.h"
 #include "core/sm_probe.h"
 #include "core/split.h"
+#include "core/stream_fence.h"
 #include "core/warnings.h"
 #include "torch/torch_bridge.h"
 
@@ -180,6 +183,24 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("stream_count", &GreenContext::stream_count)
       .def("push_current", &GreenContext::push_current)
       .def("pop_current", &GreenContext::pop_current);
+
+  // Orders streams of green contexts after others without the host waiting (layout switches).
+  py::class_<StreamFence, std::shared_ptr<StreamFence>>(m, "_StreamFence")
+      .def(py::init([](const std::vector<std::pair<std::shared_ptr<GreenContext>, std::uintptr_t>>& streams) {
+             std::vector<StreamFence::Member> members;
+             members.reserve(streams.size());
+             for (const auto& [context, handle] : streams) {
+               members.push_back({context, reinterpret_cast<tgc::abi::CUstream>(handle)});
+             }
+             py::gil_scoped_release release;  // pushes contexts to make the events
+             return std::make_shared<StreamFence>(std::move(members));
+           }),
+           py::arg("streams"))
+      // Never blocks: a few driver calls that only queue waits. Kept with the GIL, as cheap as can be.
+      .def("order_after", &StreamFence::order_after, py::arg("before"))
+      .def_property_readonly("size", &StreamFence::size)
+      .def_property_readonly("device", &StreamFence::device);
+  m.def("live_fence_events", &live_fence_events, "Events held by all _StreamFences, for leak checks.");
 
   m.def(
       "partition_with_at_least",

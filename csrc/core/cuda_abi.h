@@ -19,6 +19,7 @@ using CUdeviceptr = std::uint64_t;
 struct CUctx_st;
 struct CUgreenCtx_st;
 struct CUstream_st;
+struct CUevent_st;
 struct CUdevResourceDesc_st;
 struct CUlib_st;
 struct CUkern_st;
@@ -26,6 +27,7 @@ struct CUfunc_st;
 using CUcontext = CUctx_st*;
 using CUgreenCtx = CUgreenCtx_st*;
 using CUstream = CUstream_st*;
+using CUevent = CUevent_st*;
 using CUdevResourceDesc = CUdevResourceDesc_st*;
 using CUlibrary = CUlib_st*;
 using CUkernel = CUkern_st*;
@@ -54,6 +56,7 @@ constexpr int CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2;
 
 constexpr unsigned CU_GREEN_CTX_DEFAULT_STREAM = 0x1;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 
 // cuDevSmResourceSplitByCount flags (12.4).
 constexpr unsigned CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1;

@@ -18,6 +18,8 @@ namespace tgc {
 //   since: first driver version that has the entry point;
 //   pin:   the ABI version our declaration in cuda_abi.h describes (asked of
 //          cuGetProcAddress, capped at the installed driver's version).
+// cuGetProcAddress resolves a name to the newest ABI at the version asked for: "cuEventDestroy"
+// at 12000 is cuEventDestroy_v2, whose signature is the one declared here.
 #define TGC_DRIVER_ENTRY_POINTS(X)                                                               \
   X(cuGetErrorName, 12000, 12000, abi::CUresult, (abi::CUresult, const char**))                  \
   X(cuGetErrorString, 12000, 12000, abi::CUresult, (abi::CUresult, const char**))                \
@@ -32,6 +34,10 @@ namespace tgc {
   X(cuStreamSynchronize, 12000, 12000, abi::CUresult, (abi::CUstream))                           \
   X(cuStreamDestroy, 12000, 12000, abi::CUresult, (abi::CUstream))                               \
   X(cuStreamGetCtx, 12000, 12000, abi::CUresult, (abi::CUstream, abi::CUcontext*))               \
+  X(cuEventCreate, 12000, 12000, abi::CUresult, (abi::CUevent*, unsigned))                       \
+  X(cuEventRecord, 12000, 12000, abi::CUresult, (abi::CUevent, abi::CUstream))                   \
+  X(cuEventDestroy, 12000, 12000, abi::CUresult, (abi::CUevent))                                 \
+  X(cuStreamWaitEvent, 12000, 12000, abi::CUresult, (abi::CUstream, abi::CUevent, unsigned))     \
   X(cuLibraryLoadData, 12000, 12000, abi::CUresult,                                              \
     (abi::CUlibrary*, const void*, int*, void**, unsigned, int*, void**, unsigned))              \
   X(cuLibraryUnload, 12000, 12000, abi::CUresult, (abi::CUlibrary))                              \

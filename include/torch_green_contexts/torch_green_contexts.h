@@ -23,6 +23,7 @@
 #include "core/sm_partition.h"
 #include "core/sm_probe.h"
 #include "core/split.h"
+#include "core/stream_fence.h"
 #include "core/warnings.h"
 
 namespace tgc {

@@ -33,6 +33,9 @@ static_assert(ours::CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE ==
                   CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE, "split flag");
 static_assert(ours::CU_GREEN_CTX_DEFAULT_STREAM == CU_GREEN_CTX_DEFAULT_STREAM, "ctx flag");
 static_assert(ours::CU_STREAM_NON_BLOCKING == CU_STREAM_NON_BLOCKING, "stream flag");
+static_assert(ours::CU_EVENT_DISABLE_TIMING == CU_EVENT_DISABLE_TIMING, "event flag");
+static_assert(sizeof(ours::CUevent) == sizeof(CUevent), "CUevent is a handle");
+static_assert(sizeof(ours::CUstream) == sizeof(CUstream), "CUstream is a handle");
 static_assert(ours::CUDA_ERROR_INVALID_RESOURCE_TYPE == CUDA_ERROR_INVALID_RESOURCE_TYPE, "914");
 static_assert(ours::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION ==
                   CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION, "915");

@@ -22,6 +22,7 @@ using namespace tgc::abi;
 
 namespace {
 
+constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kInvalidHandle = 400;
 constexpr CUresult kStreamDetached = 917;
 constexpr std::uint32_t kMagic = 0x53494d52;  // "SIMR"
@@ -72,6 +73,19 @@ struct Stream {
   bool alive = true;
 };
 
+struct Event {
+  GreenCtx* green = nullptr;      // the context it was made in; null: the primary context
+  unsigned flags = 0;
+  bool alive = true;
+  Stream* recorded_on = nullptr;  // its last recording; null: never recorded
+};
+
+// A cuStreamWaitEvent: `waiting` waits for the event's last recording, on `recorded_on`.
+struct WaitEdge {
+  Stream* waiting;
+  Stream* recorded_on;
+};
+
 struct State {
   std::mutex mutex;
   Config config;
@@ -80,6 +94,8 @@ struct State {
   std::vector<Record> records;  // index + 1 is the id stored in a resource
   std::set<GreenCtx*> green_ctxs;
   std::set<Stream*> streams;
+  std::set<Event*> events;
+  std::vector<WaitEdge> wait_edges;
   std::set<void*> libraries;
   std::vector<std::unique_ptr<Descriptor>> descriptors;
   std::map<std::string, int> calls;
@@ -215,6 +231,15 @@ bool valid_stream(Stream* st) {
   return true;
 }
 
+bool valid_event(Event* ev) {
+  State& s = state();
+  if (ev == nullptr || !s.events.count(ev) || !ev->alive) {
+    ++s.misuse;
+    return false;
+  }
+  return true;
+}
+
 // Chunks of `size` co-scheduled SMs (each within one GPC) from `pool`, in pool order.
 std::vector<std::vector<int>> chunks(const std::vector<int>& pool, unsigned size) {
   std::map<int, std::vector<int>> by_gpc;
@@ -242,7 +267,7 @@ CUresult sim_cuGetErrorName(CUresult code, const char** name) {
   static const std::map<int, const char*> names = {
       {0, "CUDA_SUCCESS"}, {1, "CUDA_ERROR_INVALID_VALUE"}, {2, "CUDA_ERROR_OUT_OF_MEMORY"},
       {3, "CUDA_ERROR_NOT_INITIALIZED"}, {4, "CUDA_ERROR_DEINITIALIZED"},
-      {100, "CUDA_ERROR_NO_DEVICE"}, {101, "CUDA_ERROR_INVALID_DEVICE"},
+      {100, "CUDA_ERROR_NO_DEVICE"}, {101, "CUDA_ERROR_INVALID_DEVICE"}, {201, "CUDA_ERROR_INVALID_CONTEXT"},
       {400, "CUDA_ERROR_INVALID_HANDLE"}, {500, "CUDA_ERROR_NOT_FOUND"},
       {801, "CUDA_ERROR_NOT_SUPPORTED"}, {914, "CUDA_ERROR_INVALID_RESOURCE_TYPE"},
       {915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION"}, {917, "CUDA_ERROR_STREAM_DETACHED"},
@@ -359,6 +384,64 @@ CUresult sim_cuStreamGetCtx(CUstream stream, CUcontext* ctx) {
   if (!valid_stream(st)) return kInvalidHandle;
   *ctx = st->green ? reinterpret_cast<CUcontext>(&st->green->context_tag)
                    : reinterpret_cast<CUcontext>(&g_primary_tag);
+  return CUDA_SUCCESS;
+}
+
+// Events follow the documented rules: an event belongs to the context current at its creation
+// (a green context's when that one was pushed); cuEventRecord needs the event and the stream in
+// the same context (CUDA_ERROR_INVALID_HANDLE otherwise); cuStreamWaitEvent takes an event of
+// any context; an event may be destroyed while pending.
+CUresult sim_cuEventCreate(CUevent* out, unsigned flags) {
+  ENTER("cuEventCreate");
+  // CU_EVENT_BLOCKING_SYNC 0x1, DISABLE_TIMING 0x2, INTERPROCESS 0x4 (needs DISABLE_TIMING).
+  if (out == nullptr || (flags & ~0x7u) || ((flags & 0x4u) && !(flags & CU_EVENT_DISABLE_TIMING))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (t_context_stack.empty()) return kInvalidContext;
+  GreenCtx* green = green_of_context(t_context_stack.back());
+  if (green && !green->alive) {  // a destroyed green context left current
+    ++s.misuse;
+    return kInvalidContext;
+  }
+  auto* ev = new Event;
+  ev->green = green;
+  ev->flags = flags;
+  s.events.insert(ev);
+  *out = reinterpret_cast<CUevent>(ev);
+  return CUDA_SUCCESS;
+}
+
+CUresult sim_cuEventRecord(CUevent event, CUstream stream) {
+  ENTER("cuEventRecord");
+  auto* ev = reinterpret_cast<Event*>(event);
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (!valid_event(ev) || !valid_stream(st)) return kInvalidHandle;
+  if (st->green && !st->green->alive) return s.config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  if (ev->green != st->green) {  // not the stream's context
+    ++s.misuse;
+    return kInvalidHandle;
+  }
+  ev->recorded_on = st;
+  return CUDA_SUCCESS;
+}
+
+CUresult sim_cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
+  ENTER("cuStreamWaitEvent");
+  auto* ev = reinterpret_cast<Event*>(event);
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (!valid_stream(st) || !valid_event(ev)) return kInvalidHandle;
+  if (flags & ~0x1u) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT 0, _EXTERNAL 0x1
+  if (st->green && !st->green->alive) return s.config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  s.wait_edges.push_back({st, ev->recorded_on});
+  return CUDA_SUCCESS;
+}
+
+CUresult sim_cuEventDestroy(CUevent event) {
+  ENTER("cuEventDestroy");
+  auto* ev = reinterpret_cast<Event*>(event);
+  if (!valid_event(ev)) return kInvalidHandle;
+  if (ev->green && !ev->green->alive) ++s.misuse;  // the event outlived its context
+  ev->alive = false;
   return CUDA_SUCCESS;
 }
 
@@ -724,6 +807,10 @@ const std::vector<Entry>& entries() {
       {"cuStreamSynchronize", 12000, reinterpret_cast<void*>(&sim_cuStreamSynchronize)},
       {"cuStreamDestroy", 12000, reinterpret_cast<void*>(&sim_cuStreamDestroy)},
       {"cuStreamGetCtx", 12000, reinterpret_cast<void*>(&sim_cuStreamGetCtx)},
+      {"cuEventCreate", 12000, reinterpret_cast<void*>(&sim_cuEventCreate)},
+      {"cuEventRecord", 12000, reinterpret_cast<void*>(&sim_cuEventRecord)},
+      {"cuEventDestroy", 12000, reinterpret_cast<void*>(&sim_cuEventDestroy)},
+      {"cuStreamWaitEvent", 12000, reinterpret_cast<void*>(&sim_cuStreamWaitEvent)},
       {"cuLibraryLoadData", 12000, reinterpret_cast<void*>(&sim_cuLibraryLoadData)},
       {"cuLibraryUnload", 12000, reinterpret_cast<void*>(&sim_cuLibraryUnload)},
       {"cuLibraryGetKernel", 12000, reinterpret_cast<void*>(&sim_cuLibraryGetKernel)},
@@ -812,6 +899,8 @@ int tgc_sim_live(const char* kind) {
     for (GreenCtx* g : s.green_ctxs) n += g->alive;
   } else if (std::strcmp(kind, "stream") == 0) {
     for (Stream* st : s.streams) n += st->alive;
+  } else if (std::strcmp(kind, "event") == 0) {
+    for (Event* ev : s.events) n += ev->alive;
   } else if (std::strcmp(kind, "library") == 0) {
     n = static_cast<int>(s.libraries.size());
   }
@@ -867,6 +956,38 @@ int tgc_sim_green_ctx_workqueue(void* green, int* scope, int* limit) {
   *scope = g->desc.has_wq ? g->desc.wq_scope : -1;
   *limit = g->desc.has_wq ? static_cast<int>(g->desc.wq_limit) : -1;
   return 0;
+}
+
+int tgc_sim_live_events(void** contexts, unsigned* flags, int capacity) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  int n = 0;
+  for (Event* ev : s.events) {
+    if (!ev->alive) continue;
+    if (n < capacity) {
+      contexts[n] = ev->green ? static_cast<void*>(&ev->green->context_tag) : static_cast<void*>(&g_primary_tag);
+      flags[n] = ev->flags;
+    }
+    ++n;
+  }
+  return n;
+}
+
+int tgc_sim_wait_edges(void** waiting, void** recorded_on, int capacity) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  int n = static_cast<int>(s.wait_edges.size());
+  for (int i = 0; i < n && i < capacity; ++i) {
+    waiting[i] = s.wait_edges[static_cast<std::size_t>(i)].waiting;
+    recorded_on[i] = s.wait_edges[static_cast<std::size_t>(i)].recorded_on;
+  }
+  return n;
+}
+
+void tgc_sim_clear_wait_edges(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.wait_edges.clear();
 }
 
 }  // extern "C"

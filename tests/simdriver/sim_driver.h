@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-// Live handles by kind: "green_ctx", "stream", "library".
+// Live handles by kind: "green_ctx", "stream", "event", "library".
 int tgc_sim_live(const char* kind);
 // Calls on destroyed or unknown handles seen so far (use after destroy, bad handles).
 int tgc_sim_misuse_count(void);
@@ -33,6 +33,14 @@ int tgc_sim_green_ctx_sms(void* green_ctx, int* out, int capacity);
 int tgc_sim_last_split_params(unsigned* out, int max_groups);
 // The workqueue configuration of a green context: scope, limit (-1 if none).
 int tgc_sim_green_ctx_workqueue(void* green_ctx, int* scope, int* limit);
+// The live events' contexts (CUcontext handles) and creation flags, in no particular order.
+// Returns how many events live; writes at most `capacity` of each.
+int tgc_sim_live_events(void** contexts, unsigned* flags, int capacity);
+// Every cuStreamWaitEvent since the last clear, in call order: the waiting stream and the
+// stream of the event's last recording before the wait (null: never recorded). Returns how
+// many; writes at most `capacity` of each.
+int tgc_sim_wait_edges(void** waiting, void** recorded_on, int capacity);
+void tgc_sim_clear_wait_edges(void);
 
 #ifdef __cplusplus
 }

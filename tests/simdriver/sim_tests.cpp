@@ -21,6 +21,7 @@
 #include "core/sm_partition.h"
 #include "core/sm_probe.h"
 #include "core/split.h"
+#include "core/stream_fence.h"
 #include "group_request.h"
 #include "core/warnings.h"
 
@@ -39,6 +40,9 @@ struct Sim {
   int (*ctx_sms)(void*, int*, int);
   int (*last_params)(unsigned*, int);
   int (*ctx_workqueue)(void*, int*, int*);
+  int (*live_events)(void**, unsigned*, int);
+  int (*wait_edges)(void**, void**, int);
+  void (*clear_wait_edges)();
 };
 
 const Sim& sim() {
@@ -55,6 +59,9 @@ const Sim& sim() {
     out.ctx_sms = reinterpret_cast<int (*)(void*, int*, int)>(dlsym(lib, "tgc_sim_green_ctx_sms"));
     out.last_params = reinterpret_cast<int (*)(unsigned*, int)>(dlsym(lib, "tgc_sim_last_split_params"));
     out.ctx_workqueue = reinterpret_cast<int (*)(void*, int*, int*)>(dlsym(lib, "tgc_sim_green_ctx_workqueue"));
+    out.live_events = reinterpret_cast<int (*)(void**, unsigned*, int)>(dlsym(lib, "tgc_sim_live_events"));
+    out.wait_edges = reinterpret_cast<int (*)(void**, void**, int)>(dlsym(lib, "tgc_sim_wait_edges"));
+    out.clear_wait_edges = reinterpret_cast<void (*)()>(dlsym(lib, "tgc_sim_clear_wait_edges"));
     return out;
   }();
   return s;
@@ -93,6 +100,7 @@ class Sim_ : public ::testing::Test {
     ContextRecycler::instance().set_limit(0);
     green_at_start_ = sim().live("green_ctx");
     streams_at_start_ = sim().live("stream");
+    events_at_start_ = sim().live("event");
   }
   void TearDown() override {
     sim().clear_failures();
@@ -107,13 +115,16 @@ class Sim_ : public ::testing::Test {
     EXPECT_EQ(sim().live("green_ctx"), green_at_start_ + leaked_by_failed_destroys_.green_ctx)
         << "a green context leaked";
     EXPECT_EQ(sim().live("stream"), streams_at_start_ + leaked_by_failed_destroys_.streams) << "a stream leaked";
+    EXPECT_EQ(live_fence_events(), 0u);
+    EXPECT_EQ(sim().live("event"), events_at_start_ + leaked_by_failed_destroys_.events) << "an event leaked";
     EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
   }
-  int green_at_start_ = 0, streams_at_start_ = 0;
+  int green_at_start_ = 0, streams_at_start_ = 0, events_at_start_ = 0;
   // A destroy the driver refuses cannot be retried: its handle stays alive in the simulation.
   struct {
     int green_ctx = 0;
     int streams = 0;
+    int events = 0;
   } leaked_by_failed_destroys_;
 };
 
@@ -668,6 +679,11 @@ void user_scenario() {
     std::vector<unsigned> ids(64);
     launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 32, 0);
     split(GreenContext::sm_partition(ctx), {group(8)});
+    {  // a switch of layouts: the second pair of streams after the first
+      StreamFence first({{contexts[0], contexts[0]->stream(0)}, {contexts[1], contexts[1]->stream(0)}});
+      StreamFence second({{ctx, stream}, {contexts[2], contexts[2]->stream(-1)}});
+      second.order_after(first);
+    }
     contexts.clear();
     ctx.reset();
     auto again = GreenContext::create(0, &part, std::nullopt);
@@ -682,6 +698,7 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
   for (const EntryPointStatus& entry : entry_point_status())
     if (entry.present) names.push_back(entry.name);
   int failures_seen = 0;
+  std::set<std::string> failed_names;
   for (const std::string& name : names) {
     for (int skip = 0; skip < 3; ++skip) {
       SCOPED_TRACE(name + " failing at call " + std::to_string(skip + 1));
@@ -692,6 +709,7 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       std::string error;
       ContextRecycler::instance().release_all();
       const int green_before = sim().live("green_ctx"), streams_before = sim().live("stream");
+      const int events_before = sim().live("event");
       try {
         user_scenario();
       } catch (const DriverError& e) {
@@ -704,6 +722,7 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       const bool failed = sim().calls(name.c_str()) - before > skip;
       if (failed) {
         ++failures_seen;
+        failed_names.insert(name);
         const bool warned = std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
           return w.find(name) != std::string::npos;
         });
@@ -719,10 +738,14 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       EXPECT_EQ(live.contexts + live.internal_contexts + live.streams, 0u);
       const int green_leaked = failed && name == "cuGreenCtxDestroy" ? 1 : 0;
       const int streams_leaked = failed && name == "cuStreamDestroy" ? 1 : 0;
+      const int events_leaked = failed && name == "cuEventDestroy" ? 1 : 0;
       EXPECT_EQ(sim().live("green_ctx"), green_before + green_leaked);
       EXPECT_EQ(sim().live("stream"), streams_before + streams_leaked);
+      EXPECT_EQ(sim().live("event"), events_before + events_leaked);
+      EXPECT_EQ(live_fence_events(), 0u);
       leaked_by_failed_destroys_.green_ctx += green_leaked;
       leaked_by_failed_destroys_.streams += streams_leaked;
+      leaked_by_failed_destroys_.events += events_leaked;
       EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
       cu::CUcontext current = nullptr;
       driver().cuCtxGetCurrent(&current);
@@ -739,6 +762,8 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
     }
   }
   EXPECT_GT(failures_seen, 20);
+  for (const char* call : {"cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuEventDestroy"})
+    EXPECT_TRUE(failed_names.count(call)) << call << " was never failed";
   std::printf("driver calls failed in turn: %d failures over %zu entry points\n", failures_seen, names.size());
 }
 
@@ -806,4 +831,290 @@ TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
     }
   }
   EXPECT_EQ(installed_driver_version(), version());  // the version needs no cuInit
+}
+
+// ---- StreamFence: layouts of green-context streams ordered after one another ---------------
+
+namespace {
+
+using Fences = Sim_;
+
+std::vector<void*> sorted(std::vector<void*> values) {
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// The contexts of the events alive in the driver, less those in `already` (e.g. events that
+// an earlier test's refused cuEventDestroy left behind). Every event was made without timing.
+std::vector<void*> live_event_contexts(const std::vector<void*>& already = {}) {
+  std::vector<void*> out(256);
+  std::vector<unsigned> flags(256);
+  out.resize(static_cast<std::size_t>(std::min(sim().live_events(out.data(), flags.data(), 256), 256)));
+  for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(flags[i], cu::CU_EVENT_DISABLE_TIMING) << "event " << i;
+  for (void* context : already) {
+    auto found = std::find(out.begin(), out.end(), context);
+    if (found != out.end()) out.erase(found);
+  }
+  return sorted(out);
+}
+
+// (waiting stream, stream the awaited event was last recorded on), sorted.
+using WaitEdge = std::pair<void*, void*>;
+std::vector<WaitEdge> wait_edges() {
+  std::vector<void*> waiting(64), recorded_on(64);
+  const int n = sim().wait_edges(waiting.data(), recorded_on.data(), 64);
+  std::vector<WaitEdge> out;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(std::min(n, 64)); ++i) out.emplace_back(waiting[i], recorded_on[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every stream of `waiting` waiting for every stream of `done`, sorted.
+std::vector<WaitEdge> all_pairs(const std::vector<cu::CUstream>& waiting, const std::vector<cu::CUstream>& done) {
+  std::vector<WaitEdge> out;
+  for (cu::CUstream w : waiting)
+    for (cu::CUstream d : done) out.emplace_back(w, d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Fences, OneEventPerStreamMadeInTheStreamsContext) {
+  SmPartition part = partition_with_at_least(0, 16);
+  auto a = GreenContext::create(0, &part, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  cu::CUstream a0 = a->stream(0), a1 = a->stream(-1), b0 = b->stream(0);
+  const std::vector<void*> earlier = live_event_contexts();
+  const int creates = sim().calls("cuEventCreate"), pushes = sim().calls("cuCtxPushCurrent");
+  const int pops = sim().calls("cuCtxPopCurrent");
+  {
+    StreamFence fence({{a, a0}, {a, a1}, {b, b0}});
+    EXPECT_EQ(fence.size(), 3u);
+    EXPECT_EQ(fence.device(), 0);
+    EXPECT_EQ(sim().calls("cuEventCreate") - creates, 3);
+    EXPECT_EQ(sim().calls("cuCtxPushCurrent") - pushes, 3);
+    EXPECT_EQ(sim().calls("cuCtxPopCurrent") - pops, 3);
+    EXPECT_EQ(live_fence_events(), 3u);
+    EXPECT_EQ(sim().live("event"), events_at_start_ + 3);
+    EXPECT_EQ(live_event_contexts(earlier), sorted({a->context(), a->context(), b->context()}));
+    EXPECT_EQ(current_context(), nullptr) << "a context was left current";
+  }
+  EXPECT_EQ(live_fence_events(), 0u);
+  EXPECT_EQ(sim().live("event"), events_at_start_);
+  b->push_current();  // whatever is current stays current
+  {
+    StreamFence fence({{a, a1}});
+    EXPECT_EQ(current_context(), b->context());
+    EXPECT_EQ(live_event_contexts(earlier), sorted({a->context()}));
+  }
+  b->pop_current();
+}
+
+TEST_F(Fences, EventsAreDestroyedBeforeTheirContexts) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  auto fence = std::make_unique<StreamFence>(std::vector<StreamFence::Member>{{a, a->stream(0)}, {b, b->stream(0)}});
+  std::weak_ptr<GreenContext> weak_a = a, weak_b = b;
+  a.reset();
+  b.reset();
+  EXPECT_FALSE(weak_a.expired() || weak_b.expired()) << "the fence holds its contexts";
+  EXPECT_EQ(sim().live("green_ctx"), green_at_start_ + 2);
+  fence.reset();
+  EXPECT_TRUE(weak_a.expired() && weak_b.expired());
+  EXPECT_EQ(sim().live("event"), events_at_start_);
+  EXPECT_EQ(sim().live("green_ctx"), green_at_start_);
+  EXPECT_EQ(live_fence_events(), 0u);
+  // The simulated driver counts an event destroyed after its context as misuse (TearDown).
+}
+
+TEST_F(Fences, OrderAfterRecordsOnTheEarlierStreamsAndEveryStreamWaitsForEach) {
+  std::vector<std::shared_ptr<GreenContext>> c;
+  for (int i = 0; i < 4; ++i) c.push_back(GreenContext::create(0, nullptr, std::nullopt));
+  cu::CUstream s0 = c[0]->stream(0), s1 = c[1]->stream(0), s2 = c[2]->stream(0), s2_high = c[2]->stream(-1);
+  cu::CUstream s3 = c[3]->stream(0);
+  StreamFence old_layout({{c[0], s0}, {c[1], s1}});
+  StreamFence new_layout({{c[2], s2}, {c[3], s3}, {c[2], s2_high}});
+  sim().clear_wait_edges();
+  int records = sim().calls("cuEventRecord"), waits = sim().calls("cuStreamWaitEvent");
+  new_layout.order_after(old_layout);
+  EXPECT_EQ(sim().calls("cuEventRecord") - records, 2);
+  EXPECT_EQ(sim().calls("cuStreamWaitEvent") - waits, 6);
+  EXPECT_EQ(wait_edges(), all_pairs({s2, s3, s2_high}, {s0, s1}));
+  EXPECT_EQ(current_context(), nullptr);
+
+  // The same layout again: nothing recorded, nothing waited for.
+  sim().clear_wait_edges();
+  records = sim().calls("cuEventRecord");
+  waits = sim().calls("cuStreamWaitEvent");
+  new_layout.order_after(new_layout);
+  EXPECT_EQ(sim().calls("cuEventRecord"), records);
+  EXPECT_EQ(sim().calls("cuStreamWaitEvent"), waits);
+  EXPECT_TRUE(wait_edges().empty());
+
+  // Layouts sharing a stream: it also waits for its own recording, which costs nothing.
+  StreamFence overlapping({{c[0], s0}, {c[2], s2}});
+  sim().clear_wait_edges();
+  overlapping.order_after(new_layout);
+  EXPECT_EQ(wait_edges(), all_pairs({s0, s2}, {s2, s3, s2_high}));
+  sim().clear_wait_edges();
+  old_layout.order_after(overlapping);  // the events are recorded anew each time
+  EXPECT_EQ(wait_edges(), all_pairs({s0, s1}, {s0, s2}));
+}
+
+TEST_F(Fences, MissingMembersAreValueErrorsAndMovedFromFencesAreEmpty) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  cu::CUstream s = a->stream(0);
+  const int creates = sim().calls("cuEventCreate");
+  try {
+    StreamFence fence(std::vector<StreamFence::Member>{});
+    FAIL() << "an empty fence";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least one stream"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(StreamFence(std::vector<StreamFence::Member>{{nullptr, s}}), ValueError);
+  EXPECT_THROW(StreamFence(std::vector<StreamFence::Member>{{a, s}, {a, nullptr}}), ValueError);
+  EXPECT_EQ(sim().calls("cuEventCreate"), creates) << "checked before any event was made";
+
+  StreamFence first({{a, s}});
+  StreamFence moved(std::move(first));
+  EXPECT_EQ(first.size(), 0u);  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+  EXPECT_EQ(moved.size(), 1u);
+  EXPECT_EQ(live_fence_events(), 1u);
+  EXPECT_THROW(moved.order_after(first), ValueError);
+  EXPECT_THROW(first.order_after(moved), ValueError);
+  StreamFence assigned({{a, s}, {a, a->stream(-1)}});
+  EXPECT_EQ(live_fence_events(), 3u);
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.size(), 1u);
+  EXPECT_EQ(moved.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(live_fence_events(), 1u) << "the assigned-to fence's events were destroyed";
+  EXPECT_EQ(sim().live("event"), events_at_start_ + 1);
+  StreamFence other({{a, a->stream(-1)}});
+  sim().clear_wait_edges();
+  assigned.order_after(other);
+  EXPECT_EQ(wait_edges().size(), 1u);
+}
+
+TEST_F(Fences, TheSimulatedDriverKeepsEventsToTheirContexts) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  cu::CUstream a0 = a->stream(0), b0 = b->stream(0);
+  const DriverApi& api = driver();
+  cu::CUevent none = nullptr;
+  EXPECT_EQ(api.cuEventCreate(&none, cu::CU_EVENT_DISABLE_TIMING), 201) << "needs a current context";
+  a->push_current();
+  cu::CUevent of_a = nullptr;
+  ASSERT_EQ(api.cuEventCreate(&of_a, cu::CU_EVENT_DISABLE_TIMING), 0);
+  a->pop_current();
+  sim().clear_wait_edges();
+  EXPECT_EQ(api.cuStreamWaitEvent(b0, of_a, 0), 0) << "a wait takes another context's event";
+  EXPECT_EQ(wait_edges(), std::vector<WaitEdge>({{b0, nullptr}})) << "never recorded";
+  pid_t child = fork();  // the refusal counts as misuse: let a child see it
+  ASSERT_NE(child, -1);
+  if (child == 0) {  // raw driver calls only: the core refuses to run in a forked child
+    const int misuse = sim().misuse();
+    const bool refused = api.cuEventRecord(of_a, b0) == 400 && sim().misuse() == misuse + 1;
+    std::_Exit(refused ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "recorded on another context's stream";
+  EXPECT_EQ(api.cuEventRecord(of_a, a0), 0);
+  EXPECT_EQ(api.cuEventDestroy(of_a), 0);
+}
+
+TEST_F(Devices, AFenceKeepsToOneDevice) {
+  if (device_count() < 2) GTEST_SKIP() << "needs TGC_SIM_DEVICE_COUNT=2";
+  auto zero = GreenContext::create(0, nullptr, std::nullopt);
+  auto one = GreenContext::create(1, nullptr, std::nullopt);
+  cu::CUstream zero0 = zero->stream(0), one0 = one->stream(0), one1 = one->stream(-1);
+  try {
+    StreamFence mixed({{zero, zero0}, {one, one0}});
+    FAIL() << "a fence over two devices";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("on one device, not on devices 0 and 1"), std::string::npos) << e.what();
+  }
+  StreamFence on_one({{one, one0}});
+  StreamFence on_zero({{zero, zero0}});
+  EXPECT_EQ(on_one.device(), 1);
+  const int records = sim().calls("cuEventRecord");
+  EXPECT_THROW(on_one.order_after(on_zero), ValueError);
+  EXPECT_EQ(sim().calls("cuEventRecord"), records);
+  StreamFence also_on_one({{one, one1}});
+  sim().clear_wait_edges();
+  on_one.order_after(also_on_one);
+  EXPECT_EQ(wait_edges(), all_pairs({one0}, {one1}));
+}
+
+TEST_F(Faults, FailedFenceCreationNamesTheCallAndLeavesNothing) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  const std::vector<StreamFence::Member> members{{a, a->stream(0)}, {b, b->stream(0)}};
+  const std::vector<void*> earlier = live_event_contexts();
+  for (const char* call : {"cuCtxPushCurrent", "cuEventCreate", "cuCtxPopCurrent"}) {
+    for (int skip = 0; skip < 2; ++skip) {  // failing for the first stream, then the second
+      SCOPED_TRACE(std::string(call) + " failing for stream " + std::to_string(skip + 1));
+      sim().fail_next(call, 999, skip);
+      try {
+        StreamFence fence(members);
+        ADD_FAILURE() << "no error";
+      } catch (const DriverError& e) {
+        EXPECT_EQ(e.call(), call);
+        EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_UNKNOWN"), std::string::npos) << e.what();
+      }
+      sim().clear_failures();
+      EXPECT_EQ(live_fence_events(), 0u);
+      EXPECT_EQ(sim().live("event"), events_at_start_);
+      // A pop the driver refuses leaves that context current, as anywhere in the core.
+      const GreenContext& failing = *members[static_cast<std::size_t>(skip)].context;
+      const bool left_current = std::string(call) == "cuCtxPopCurrent";
+      EXPECT_EQ(current_context(), left_current ? failing.context() : nullptr);
+      if (left_current) failing.pop_current();
+    }
+  }
+  StreamFence fence(members);  // works again
+  EXPECT_EQ(live_event_contexts(earlier), sorted({a->context(), b->context()}));
+}
+
+TEST_F(Faults, FailedOrderingNamesTheCallAndLeavesTheFencesUsable) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  cu::CUstream a0 = a->stream(0), a1 = a->stream(-1), b0 = b->stream(0), b1 = b->stream(-1);
+  StreamFence old_layout({{a, a0}, {b, b0}});
+  StreamFence new_layout({{a, a1}, {b, b1}});
+  for (const char* call : {"cuEventRecord", "cuStreamWaitEvent"}) {
+    for (int skip = 0; skip < 2; ++skip) {
+      SCOPED_TRACE(std::string(call) + " failing at call " + std::to_string(skip + 1));
+      sim().fail_next(call, 999, skip);
+      try {
+        new_layout.order_after(old_layout);
+        ADD_FAILURE() << "no error";
+      } catch (const DriverError& e) {
+        EXPECT_EQ(e.call(), call);
+      }
+      sim().clear_failures();
+      EXPECT_EQ(live_fence_events(), 4u);
+      EXPECT_EQ(current_context(), nullptr);
+    }
+  }
+  sim().clear_wait_edges();
+  new_layout.order_after(old_layout);
+  EXPECT_EQ(wait_edges(), all_pairs({a1, b1}, {a0, b0}));
+}
+
+TEST_F(Faults, FailedEventDestructionWarnsAndNeverThrows) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  {
+    StreamFence fence({{a, a->stream(0)}, {a, a->stream(-1)}});
+    sim().fail_next("cuEventDestroy", 999, 0);
+  }
+  set_warning_handler(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cuEventDestroy"), std::string::npos) << warnings[0];
+  EXPECT_EQ(live_fence_events(), 0u);
+  EXPECT_EQ(sim().live("event"), events_at_start_ + 1) << "the other event is destroyed all the same";
+  leaked_by_failed_destroys_.events += 1;  // the driver refused: the event stays
 }
