@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Callable
 
-SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity")
+SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity", "layouts", "membound")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks need a CUDA GPU; none is visible", file=sys.stderr)
         return 2
-    from . import churn, fidelity, host_costs, isolation, report
+    from . import churn, fidelity, host_costs, isolation, layouts, membound, report
     from .environment import Builtin, describe
 
     os.makedirs(args.out, exist_ok=True)
@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         "churn": lambda: churn.run(device, builtin, cycles=20 if q else 200),
         "isolation": lambda: isolation.run(device, builtin, rounds=2 if q else 10, samples=30 if q else 100),
         "fidelity": lambda: fidelity.run(device, rounds=2 if q else 5),
+        "layouts": lambda: layouts.run(device, switches=2000 if q else 20000),
+        "membound": lambda: membound.run(device, rounds=2 if q else 4, samples=10 if q else 40),
     }
 
     def save() -> None:

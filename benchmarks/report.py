@@ -47,6 +47,12 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(target(f"GEMM TFLOP/s on a context of all {full['sm_count']} SMs / plain stream",
                           full["ratio_to_plain"], 0.97, unit="x", higher_is_better=True,
                           detail="interleaved medians"))
+    layouts = results.get("layouts")
+    if layouts:
+        cost = layouts["switch"]["switch_us"]
+        out.append(target("Layouts.switch host cost per real switch (median)", cost["median"], 5.0, unit="us",
+                          detail=f"p99 {cost['p99']:.2f} us; returns while the GPU is busy: "
+                                 f"{layouts['no_host_wait']['kernel_still_running_after_switches']}"))
     return out
 
 
@@ -145,7 +151,54 @@ def markdown(results: dict[str, Any]) -> str:
             lines += ["Kernels of one GEMM:", ""]
             lines += [f"- {name}: {', '.join(k) if isinstance(k, list) else k}" for name, k in kernels.items()]
             lines += [""]
+    lines += _layouts_markdown(results.get("layouts"))
+    lines += _membound_markdown(results.get("membound"))
     return "\n".join(lines)
+
+
+def _layouts_markdown(layouts: dict[str, Any] | None) -> list[str]:
+    if not layouts:
+        return []
+    sw = layouts["switch"]
+    lines = [f"## Switching layouts {layouts['latency_sms']} (host us, {layouts['switches_timed']} switches)", ""]
+    lines += _table(["call", "median", "p90", "p99", "max"], [
+        [name, _f(s["median"]), _f(s["p90"]), _f(s["p99"]), _f(s["max"])] for name, s in (
+            ("Layouts.switch to another layout", sw["switch_us"]),
+            ("Layouts.switch to the same layout", sw["same_layout_us"]),
+            ("by hand: 4 x torch wait_stream", layouts["torch_wait_stream_by_hand_us"]))]) + [""]
+    nw = layouts["no_host_wait"]
+    lines += [f"- {nw['switches']} switches while a 0.2 s kernel ran took {nw['host_us']:.1f} us of host time; "
+              f"the kernel was still running afterwards: {nw['kernel_still_running_after_switches']}; work "
+              f"queued after the switches waited for it: {nw['later_work_waited_for_the_kernel']}", ""]
+    lines += _table(["latency SMs", "SMs latency/batch/shared", "covers the device", "counts match"], [
+        [k, f"{d['latency_sms']}/{d['batch_sms']}/{d['shared_sms']}", d["covers_device"], d["counts_match"]]
+        for k, d in layouts["disjoint_while_all_exist"].items()]) + [""]
+    lines += _table(["layouts held", "contexts", "streams", "device MiB", "host MiB"], [
+        [m["layouts"], m["contexts"], m["streams"], _f(m["device_mib"], 1), _f(m["host_mib"], 1)]
+        for m in layouts["memory"]]) + [""]
+    return lines
+
+
+def _membound_markdown(membound: dict[str, Any] | None) -> list[str]:
+    if not membound:
+        return []
+    small, rest = membound["partition_sms"]
+    lines = [f"## Memory-bound steps on {small} SMs beside loads on the other {rest}", ""]
+    for step, variants in membound["results"].items():
+        lines += [f"{step}:", ""]
+        rows = []
+        for name, r in variants.items():
+            load = r["load"]
+            rate = ""
+            if load:
+                tera = load["unit"] == "FLOP/s"
+                rate = f"{load['rate']['median'] / (1e12 if tera else 1e9):.0f} {'TFLOP/s' if tera else 'GB/s'}"
+            rows.append([name, _f(r["device_us"]["median"], 0), _f(r["device_us"]["p99"], 0),
+                         _f(r["p50_vs_partition_idle"]), _f(r["p99_vs_partition_idle"]),
+                         _f(r["step_gb_per_s"], 0), rate])
+        lines += _table(["variant", "p50 us", "p99 us", "p50 / idle partition", "p99 / idle partition",
+                         "step GB/s", "load rate"], rows) + [""]
+    return lines
 
 
 def plots(results: dict[str, Any], out_dir: str) -> list[str]:

@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: build, report, GPU tests, split figures, the C++ example, and
-# (with --bench) the benchmarks. Everything is logged to $OUT/gpu.log (default ./gpu-logs), the build to
-# $OUT/build.log and the benchmark results to $OUT/bench/.
-#   bash scripts/gpu_check.sh [--bench|--bench-only] [pytest args...]
+# One call on a GPU machine: build, report, GPU tests, split figures, the C++ example and, when
+# asked, the benchmarks and the serving example. Everything is logged to $OUT/gpu.log (default
+# ./gpu-logs), the build to $OUT/build.log, benchmark results to $OUT/bench/ and the serving
+# example's to $OUT/serving/.
+#   bash scripts/gpu_check.sh [--bench] [--serving] [--no-tests] [pytest args...]
+# BENCH_ONLY=layouts,membound limits the benchmark suites; SERVING_ARGS are passed to
+# examples/serving.py (e.g. "--deadline-us 1500").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TGC_REPORT_DIR="$OUT"
-bench=0 tests=1
-case "${1:-}" in
-  --bench) bench=1; shift ;;
-  --bench-only) bench=1; tests=0; shift ;;
-esac
+bench=0 serving=0 tests=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bench) bench=1 ;;
+    --serving) serving=1 ;;
+    --no-tests) tests=0 ;;
+    --bench-only) bench=1; tests=0 ;;
+    *) break ;;
+  esac
+  shift
+done
 
 status=0
 log="$OUT/gpu.log"
@@ -29,8 +38,12 @@ if [ "$tests" = 1 ]; then
   run python3 scripts/split_report.py || status=1
   MAX_JOBS=${MAX_JOBS:-16} run bash scripts/build_cpp_example.sh || status=1
 fi
+if [ "$serving" = 1 ]; then
+  # shellcheck disable=SC2086
+  run python3 examples/serving.py --out "$OUT/serving" ${SERVING_ARGS:-} || status=1
+fi
 if [ "$bench" = 1 ]; then
-  run python3 -m benchmarks --out "$OUT/bench" || status=1
+  run python3 -m benchmarks --out "$OUT/bench" ${BENCH_ONLY:+--only "$BENCH_ONLY"} || status=1
 fi
 echo "gpu_check status $status" | tee -a "$log"
 exit $status
