@@ -17,7 +17,10 @@ then measures request latency (p50, p99) and training steps/s, idle and together
 
     python examples/serving.py --deadline-us 1500 --out serving-results
 
-It writes ``serving.json``, ``serving.png`` (the comparison) and ``sizing.png`` (the sweep).
+Requests replay a CUDA graph of the forward pass, captured once per partition, as servers do
+for their decode steps (``--eager`` launches them op by op instead; Python's launch overhead
+then dominates on large partitions). It writes ``serving.json``, ``serving.png`` (the
+comparison) and ``sizing.png`` (the sweep).
 """
 
 from __future__ import annotations
@@ -100,15 +103,19 @@ def variants(device: int, sized_sms: int, fixed_sms: int) -> dict[str, dict[str,
 
 
 def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[str, dict[str, Any]],
-            device: int, rounds: int, samples: int, warmup: int, depth: int) -> dict[str, Any]:
-    """Request latency idle and beside training, and training steps/s, per setup, interleaved."""
+            device: int, rounds: int, samples: int, warmup: int, depth: int, graph: bool) -> dict[str, Any]:
+    """Request latency idle and beside training, and training steps/s, per setup, interleaved.
+    With `graph`, each setup's requests replay a CUDA graph captured on its own stream."""
+    for setup in setups.values():
+        setup["step"] = sizing.graphed(request, setup["request"]) if graph else request
     alone_stream = torch.cuda.Stream(device)
     names = ["training alone (plain stream)"]
     for name in setups:
         names += [f"{name} | idle", f"{name} | with training"]
     times: dict[str, list[float]] = {n: [] for n in names}
     steps: dict[str, list[tuple[int, float]]] = {n: [] for n in names}
-    once_s = sizing.time_calls(request, torch.cuda.current_stream(device), 2)[-1] / 1e6
+    first = next(iter(setups.values()))
+    once_s = sizing.time_calls(first["step"], first["request"], 2)[-1] / 1e6
     for _, name in interleaved(names, rounds, seed=1):
         torch.cuda.synchronize(device)
         if name.startswith("training alone"):
@@ -127,8 +134,8 @@ def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[
         if mode == "with training":
             beside = sizing.QueuedLoad(train, setup["train"], depth)
             beside.start()
-        sizing.time_calls(request, setup["request"], warmup, beside)
-        times[name].extend(sizing.time_calls(request, setup["request"], samples, beside))
+        sizing.time_calls(setup["step"], setup["request"], warmup, beside)
+        times[name].extend(sizing.time_calls(setup["step"], setup["request"], samples, beside))
         if beside is not None:
             beside.stop()
             steps[name].append((beside.calls, beside.seconds))
@@ -221,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="serving-results")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few counts and samples")
+    parser.add_argument("--eager", action="store_true",
+                        help="launch each request op by op instead of replaying a CUDA graph of it")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("this example needs a CUDA GPU", file=sys.stderr)
@@ -235,12 +244,13 @@ def main(argv: list[str] | None = None) -> int:
         train()
     torch.cuda.synchronize(device)
 
-    results: dict[str, Any] = {"deadline_us": args.deadline_us, "server": SERVER, "trainer": TRAINER}
+    results: dict[str, Any] = {"deadline_us": args.deadline_us, "server": SERVER, "trainer": TRAINER,
+                               "requests": "eager" if args.eager else "CUDA graph replays"}
     counts = [int(c) for c in args.counts.split(",")] if args.counts else None
     if args.quick and counts is None:
         counts = [c for c in sizing.available_counts(device) if c in (8, 16, 32, 64)]
     if args.sms is None:
-        sweep = sizing.measure(request, load=train, device_id=device, counts=counts,
+        sweep = sizing.measure(request, load=train, device_id=device, counts=counts, graph=not args.eager,
                                rounds=1 if args.quick else 2, samples=5 if args.quick else 15)
         results["sizing"] = sweep.to_dict()
         sweep.plot(os.path.join(args.out, "sizing.png"), deadline_us=args.deadline_us)
@@ -259,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     setups = variants(device, sized, args.fixed_sms)
     depth = max(2, results.get("sizing", {}).get("settings", {}).get("load_depth") or 2)
     results["comparison"] = compare(request, train, setups, device, rounds=1 if args.quick else args.rounds,
-                                    samples=5 if args.quick else args.samples, warmup=2, depth=depth)
+                                    samples=5 if args.quick else args.samples, warmup=2, depth=depth,
+                                    graph=not args.eager)
     results["device"] = {"name": torch.cuda.get_device_properties(device).name,
                          "driver": tgc._C.format_driver_version(tgc.driver_version()),
                          "torch": torch.__version__, "sm_count": tgc._C.device_sm_count(device)}

@@ -35,8 +35,8 @@ from ._sm_partition import SMPartition
 from ._stats import interleaved, percentile
 
 __all__ = [
-    "Latency", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow", "available_counts", "measure",
-    "time_calls",
+    "Latency", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow", "available_counts", "graphed",
+    "measure", "time_calls",
 ]
 
 PERCENTILES = (50, 90, 99)
@@ -387,6 +387,27 @@ def time_calls(fn: Callable[[], Any], stream: torch.cuda.Stream, calls: int,
     return times
 
 
+def graphed(fn: Callable[[], Any], stream: torch.cuda.Stream, *, warmup: int = 2) -> Callable[[], None]:
+    """``fn`` captured into a CUDA graph on ``stream`` (after ``warmup`` calls there), as servers
+    run their decode steps; returns the graph's replay, which launches on the current stream.
+
+    A graph keeps the context it was captured in: its kernels run on the SMs of ``stream``'s
+    green context wherever the replay is launched, so capture once per partition.
+    """
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            fn()
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
+    except Exception as error:
+        raise RuntimeError(f"fn could not be captured into a CUDA graph: {error}") from error
+    replay: Callable[[], None] = graph.replay
+    return replay
+
+
 def measure(
     fn: Callable[[], Any],
     *,
@@ -397,6 +418,7 @@ def measure(
     samples: int = 20,
     warmup: int = 2,
     seed: int = 0,
+    graph: bool = False,
 ) -> SizingResult:
     """Time ``fn`` on partitions of every size in ``counts`` (default: :func:`available_counts`).
 
@@ -406,8 +428,11 @@ def measure(
     and under load, and the plain-stream references) in a new order; a variant runs ``warmup``
     untimed and ``samples`` timed calls of ``fn``, one at a time. Both callables must be safe
     to call repeatedly on any stream; work queued by earlier calls is finished before a
-    variant starts. The GIL is released while waiting on the GPU; the contexts made are
-    dropped at the end (kept for reuse within the idle limit), and no context is left current.
+    variant starts. With ``graph=True`` ``fn`` is captured into a CUDA graph once per
+    partition (and once on the plain stream) by :func:`graphed`, and its replays are timed: the
+    figures then leave out Python's launch overhead, as a server that replays its step does.
+    The GIL is released while waiting on the GPU; the contexts made are dropped at the end
+    (kept for reuse within the idle limit), and no context is left current.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -417,6 +442,8 @@ def measure(
     samples = _positive_int("samples", samples)
     warmup = _positive_int("warmup", warmup, minimum=0)
     seed = _positive_int("seed", seed, minimum=0)
+    if not isinstance(graph, bool):
+        raise TypeError(f"graph must be a bool, got {type(graph).__name__}")
     device = resolve_device(device_id)
     chosen = _check_counts(counts, available_counts(device))
 
@@ -425,7 +452,7 @@ def measure(
         torch.cuda.synchronize(device)
         layouts = _make_layouts(device, chosen)
         try:
-            result = _run(fn, load, device, layouts, rounds, samples, warmup, seed)
+            result = _run(fn, load, device, layouts, rounds, samples, warmup, seed, graph)
         finally:
             torch.cuda.synchronize(device)
             del layouts
@@ -451,7 +478,8 @@ def _make_layouts(device: int, counts: list[int]) -> dict[int, _Layout]:
 
 
 def _run(fn: Callable[[], Any], load: Callable[[], Any] | None, device: int,
-         layouts: dict[int, _Layout], rounds: int, samples: int, warmup: int, seed: int) -> SizingResult:
+         layouts: dict[int, _Layout], rounds: int, samples: int, warmup: int, seed: int,
+         graph: bool) -> SizingResult:
     plain_fn = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     plain_load = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     plain_fn.wait_stream(torch.cuda.current_stream(device))
@@ -459,7 +487,11 @@ def _run(fn: Callable[[], Any], load: Callable[[], Any] | None, device: int,
 
     # One call of each alone, after a warm-up call, sets how many load calls stay queued and
     # how long the load runs alone in its reference variant.
-    fn_once_s = time_calls(fn, plain_fn, 2)[-1] / 1e6
+    # The step per stream: fn itself, or its replay captured on that stream.
+    steps: dict[int, Callable[[], Any]] = {}
+    for fn_stream in [plain_fn, *(layout[1] for layout in layouts.values())]:
+        steps[id(fn_stream)] = graphed(fn, fn_stream, warmup=max(warmup, 1)) if graph else fn
+    fn_once_s = time_calls(steps[id(plain_fn)], plain_fn, 2)[-1] / 1e6
     depth, load_once_s = 2, 0.0
     if load is not None:
         load_once_s = time_calls(load, plain_load, 2)[-1] / 1e6
@@ -494,8 +526,9 @@ def _run(fn: Callable[[], Any], load: Callable[[], Any] | None, device: int,
                 running.top_up()
                 time.sleep(_POLL_S)
         else:
-            time_calls(fn, stream, warmup, running)
-            times[name].extend(time_calls(fn, stream, samples, running))
+            step = steps[id(stream)]
+            time_calls(step, stream, warmup, running)
+            times[name].extend(time_calls(step, stream, samples, running))
         if running is not None:
             running.stop()
             load_runs[name].append((running.calls, running.seconds))
@@ -526,6 +559,6 @@ def _run(fn: Callable[[], Any], load: Callable[[], Any] | None, device: int,
     props = torch.cuda.get_device_properties(device)
     info = {"name": props.name, "index": device, "sm_count": _C.device_sm_count(device),
             "driver": _C.format_driver_version(_C.driver_version()), "torch": torch.__version__}
-    settings = {"rounds": rounds, "samples": samples, "warmup": warmup, "seed": seed,
+    settings = {"rounds": rounds, "samples": samples, "warmup": warmup, "seed": seed, "graph": graph,
                 "load_depth": depth if load is not None else None, "counts": list(layouts)}
     return SizingResult(tuple(rows), plain, info, settings)
