@@ -574,6 +574,34 @@ TEST_F(EmulatedSplit, CountsTheHardwareCannotGiveAreValueErrors) {
   EXPECT_EQ(live_counts().internal_contexts, 0u);
 }
 
+TEST_F(EmulatedSplit, GroupsThatFitAndSplitsShareOneCheckedCall) {
+  SmPartition whole = SmPartition::from_device(0);
+  // 8-SM groups of the GPCs (18 x 6, 16, 8): 2 x 6 + 2 + 1; 16-SM groups pair them up.
+  EXPECT_EQ(groups_that_fit(whole, 8), 15u);
+  EXPECT_EQ(groups_that_fit(whole, 16), 7u);
+  EXPECT_EQ(groups_that_fit(whole, 200), 0u);
+  // A split output, which the driver refuses (CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION):
+  // nothing fits, for the count and for the split alike.
+  SplitResult first = split(whole, {group(16)}, SplitPath::kEmulated);
+  ASSERT_TRUE(first.remainder.has_value());
+  EXPECT_EQ(groups_that_fit(*first.remainder, 8), 0u);
+  EXPECT_EQ(groups_that_fit(first.groups[0], 8), 0u);
+  // Any other refusal is a DriverError naming the call, from either caller.
+  for (int caller = 0; caller < 3; ++caller) {
+    sim().fail_next("cuDevSmResourceSplitByCount", 999, 0);
+    try {
+      if (caller == 0) groups_that_fit(whole, 8);
+      if (caller == 1) partition_with_at_least(0, 8);
+      if (caller == 2) split(whole, {group(16)}, SplitPath::kEmulated);
+      ADD_FAILURE() << "caller " << caller << " did not fail";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), "cuDevSmResourceSplitByCount") << caller;
+      EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_UNKNOWN"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(groups_that_fit(whole, 8), 15u) << "usable again afterwards";
+}
+
 TEST_F(Faults, FailedCreationNamesTheCallAndLeavesNothing) {
   SmPartition part = partition_with_at_least(0, 16);
   for (const char* call : {"cuDevResourceGenerateDesc", "cuGreenCtxCreate", "cuCtxFromGreenCtx",
