@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <string>
 #include <utility>
 
 #include "driver_api.h"

@@ -6,7 +6,6 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <utility>
 
