@@ -18,10 +18,6 @@ namespace tgc {
 
 namespace {
 
-std::atomic<std::size_t> g_live_contexts{0};
-std::atomic<std::size_t> g_live_internal_contexts{0};
-std::atomic<std::size_t> g_live_streams{0};
-
 abi::CUdevResource workqueue_resource(int device, const WorkqueueConfig& config) {
   const DriverApi& api = driver();
   api.require_version("workqueue configuration", feature_version::kWorkqueues);
@@ -74,63 +70,90 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
 
 }  // namespace
 
-LiveCounts live_counts() {
-  const ContextRecycler& recycler = ContextRecycler::instance();
-  return {g_live_contexts.load(), g_live_internal_contexts.load(), g_live_streams.load(),
-          recycler.idle_contexts(), recycler.idle_streams()};
-}
+LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
 
 GreenContext::GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
                            unsigned fallback_alignment, Kind kind,
-                           std::shared_ptr<const void> keep_alive) noexcept
+                           std::shared_ptr<const void> keep_alive, bool counted) noexcept
     : device_(device),
       handles_(std::move(handles)),
       key_(key),
       fallback_alignment_(fallback_alignment),
       kind_(kind),
       keep_alive_(std::move(keep_alive)) {
-  (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_add(1);
-  g_live_streams.fetch_add(handles_->stream_count());
+  if (!counted) ContextRecycler::instance().count_created(kind_);
   for (auto& entry : handles_->stream_pools) entry.second.next = 0;  // existing streams first
 }
 
 GreenContext::~GreenContext() {
-  (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_sub(1);
-  g_live_streams.fetch_sub(handles_->stream_count());
   // A context whose streams report an error is not handed to anyone else. The source
   // partition's keep-alive goes with this object, not with the idle context: a context made by
   // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
   // whose resource described them (the keep-alive keeps that resource valid until creation).
-  if (handles_->synchronize()) {
-    try {
-      handles_ = ContextRecycler::instance().keep(key_, std::move(handles_));
-    } catch (...) {
-      // No memory to keep it: keep() gave it back untouched or destroyed it already.
-    }
-  }
+  const bool reusable = handles_->synchronize();
+  handles_ = ContextRecycler::instance().release(key_, kind_, std::move(handles_), reusable);
   handles_.reset();
+}
+
+// What making one context needs, checked: the partition (the whole device when none was
+// given) and the key of the contexts it can reuse.
+struct GreenContext::Prepared {
+  int device = 0;
+  Kind kind = Kind::kUser;
+  const SmPartition* given = nullptr;
+  std::optional<SmPartition> whole_device;
+  RecycleKey key;
+  const SmPartition& partition() const { return given != nullptr ? *given : *whole_device; }
+};
+
+GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
+                                             const std::optional<WorkqueueConfig>& workqueue,
+                                             Kind kind) {
+  const DriverApi& api = driver();
+  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
+  Prepared out;
+  out.device = device;
+  out.kind = kind;
+  if (sm == nullptr) {
+    out.whole_device.emplace(SmPartition::from_device(device));
+  } else if (sm->device() != device) {
+    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
+                     ", not device " + std::to_string(device));
+  } else {
+    out.given = sm;
+  }
+  out.key = recycle_key(device, out.partition(), workqueue);
+  return out;
+}
+
+// Wraps `handles` (taken from the recycler, which counted them, when `taken`).
+std::shared_ptr<GreenContext> GreenContext::adopt(const Prepared& prepared,
+                                                  std::unique_ptr<ContextHandles> handles,
+                                                  bool taken) {
+  const SmPartition& sm = prepared.partition();
+  // The allocation comes before the arguments are evaluated: if it fails, `handles` is still
+  // here and destroyed on the way out, uncounted if the recycler had counted it.
+  GreenContext* made = nullptr;
+  try {
+    made = new GreenContext(prepared.device, std::move(handles), prepared.key,
+                            sm.coscheduled_sm_count(), prepared.kind, sm.keep_alive(), taken);
+  } catch (...) {
+    if (taken) {
+      handles = ContextRecycler::instance().release(prepared.key, prepared.kind, std::move(handles), false);
+    }
+    throw;
+  }
+  return std::shared_ptr<GreenContext>(made);  // on failure, deletes `made`, which uncounts it
 }
 
 std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
                                                    const std::optional<WorkqueueConfig>& workqueue,
                                                    Kind kind) {
-  const DriverApi& api = driver();
-  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
-  if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
-
-  std::optional<SmPartition> whole_device;
-  if (sm == nullptr) {
-    whole_device.emplace(SmPartition::from_device(device));
-    sm = &*whole_device;
-  } else if (sm->device() != device) {
-    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
-                     ", not device " + std::to_string(device));
-  }
-  const RecycleKey key = recycle_key(device, *sm, workqueue);
-  std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(key);
-  if (!handles) handles = make_handles(device, *sm, workqueue);
-  return std::shared_ptr<GreenContext>(new GreenContext(
-      device, std::move(handles), key, sm->coscheduled_sm_count(), kind, sm->keep_alive()));
+  const Prepared prepared = prepare(device, sm, workqueue, kind);
+  std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared.key, kind);
+  if (handles) return adopt(prepared, std::move(handles), true);
+  return adopt(prepared, make_handles(device, prepared.partition(), workqueue), false);
 }
 
 std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
@@ -181,7 +204,7 @@ abi::CUstream GreenContext::stream(int priority) {
   if (pool.next == pool.streams.size()) {  // only while the pool is not yet full
     OwnedStream created(create_stream(priority));
     pool.streams.push_back(std::move(created));
-    g_live_streams.fetch_add(1);
+    ContextRecycler::instance().count_stream_created();
   }
   abi::CUstream handed_out = pool.streams[pool.next].get();
   pool.next = (pool.next + 1) % kStreamsPerPriority;

@@ -23,19 +23,13 @@ struct WorkqueueConfig {
   std::optional<unsigned> concurrency_limit;  // nullopt: the device's default
 };
 
-// Counts of what the core holds right now, for leak checks.
-struct LiveCounts {
-  std::size_t contexts = 0;           // green contexts in use by users
-  std::size_t internal_contexts = 0;  // in use by emulated splits
-  std::size_t streams = 0;            // streams of the contexts in use
-  std::size_t idle_contexts = 0;      // kept for reuse (ContextRecycler)
-  std::size_t idle_streams = 0;       // streams of the idle contexts
-};
+// Counts of what the core holds right now, for leak checks: one consistent snapshot (a
+// context moving to or from the idle set is counted once, never twice or not at all).
 LiveCounts live_counts();
 
 class GreenContext {
  public:
-  enum class Kind { kUser, kInternal };
+  using Kind = ContextKind;
 
   // Makes a green context on `device` from `sm` (the whole device when null) and, when given,
   // a workqueue configuration (driver 13.1+).
@@ -82,8 +76,15 @@ class GreenContext {
   static unsigned max_workqueue_concurrency(int device);
 
  private:
+  struct Prepared;
+  static Prepared prepare(int device, const SmPartition* sm,
+                          const std::optional<WorkqueueConfig>& workqueue, Kind kind);
+  static std::shared_ptr<GreenContext> adopt(const Prepared& prepared,
+                                             std::unique_ptr<ContextHandles> handles, bool taken);
+  // Counts the context as in use unless `counted` (taken from the recycler, which counted it).
   GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
-               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive) noexcept;
+               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive,
+               bool counted) noexcept;
   abi::CUstream create_stream(int priority);
 
   int device_;
