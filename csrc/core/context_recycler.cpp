@@ -1,5 +1,7 @@
 #include "context_recycler.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -90,12 +92,19 @@ bool RecycleKey::operator==(const RecycleKey& other) const noexcept {
          concurrency_limit == other.concurrency_limit;
 }
 
-ContextRecycler::ContextRecycler() : limit_(initial_limit()) {}
+ContextRecycler::ContextRecycler() : limit_(initial_limit()) {
+  pthread_atfork(&ContextRecycler::lock_before_fork, &ContextRecycler::unlock_after_fork,
+                 &ContextRecycler::unlock_after_fork);
+}
 
 ContextRecycler& ContextRecycler::instance() {
   static ContextRecycler* recycler = new ContextRecycler();
   return *recycler;
 }
+
+void ContextRecycler::lock_before_fork() noexcept { instance().mutex_.lock(); }
+
+void ContextRecycler::unlock_after_fork() noexcept { instance().mutex_.unlock(); }
 
 std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key, ContextKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -114,6 +114,10 @@ class ContextRecycler {
   };
   // Moves entries beyond the limit into `evicted`, to be destroyed outside the lock.
   void trim(std::list<Entry>& evicted) noexcept;
+  // A fork() waits until no other thread holds the lock, so the child never inherits it held.
+  static void lock_before_fork() noexcept;
+  static void unlock_after_fork() noexcept;
+  friend struct ContextRecyclerTestAccess;  // tests hold the lock across a fork
 
   mutable std::mutex mutex_;  // guards everything below
   std::list<Entry> idle_;     // most recently kept first
