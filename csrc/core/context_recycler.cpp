@@ -31,21 +31,19 @@ OwnedStream::OwnedStream(OwnedStream&& other) noexcept
 
 OwnedStream& OwnedStream::operator=(OwnedStream&& other) noexcept {
   if (this != &other) {
-    reset();
+    destroy();
     stream_ = std::exchange(other.stream_, nullptr);
   }
   return *this;
 }
 
-OwnedStream::~OwnedStream() { reset(); }
-
-void OwnedStream::reset() noexcept {
+void OwnedStream::destroy(bool wait) noexcept {
   if (stream_ == nullptr) return;
   try {
     const DriverApi& api = driver();
     // Work still queued must finish before the stream and its context go away: the driver
     // does not document what happens to pending work when a green context is destroyed.
-    warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    if (wait) warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     warn_if_cleanup_failed(api.cuStreamDestroy(stream_), "cuStreamDestroy");
   } catch (...) {
     // No driver to call (a process that can no longer use it): nothing can be released.
@@ -55,6 +53,9 @@ void OwnedStream::reset() noexcept {
 
 ContextHandles::~ContextHandles() {
   // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
+  for (auto& entry : stream_pools) {
+    for (OwnedStream& stream : entry.second.streams) stream.destroy(!idle);
+  }
   stream_pools.clear();
   if (green_ctx == nullptr) return;
   try {

@@ -28,11 +28,13 @@ class OwnedStream {
   OwnedStream& operator=(OwnedStream&& other) noexcept;
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
-  ~OwnedStream();
+  ~OwnedStream() { destroy(); }
   abi::CUstream get() const noexcept { return stream_; }
+  // Destroys the stream now, first waiting for its work unless `wait` is false (its work is
+  // known to be done).
+  void destroy(bool wait = true) noexcept;
 
  private:
-  void reset() noexcept;
   abi::CUstream stream_ = nullptr;
 };
 
@@ -42,7 +44,7 @@ struct StreamPool {
 };
 
 // The driver objects of one green context. Destroying it destroys the streams (after
-// synchronising them), then the green context.
+// synchronising them, unless `idle` says that was done already), then the green context.
 struct ContextHandles {
   ContextHandles() = default;
   ContextHandles(const ContextHandles&) = delete;
@@ -53,6 +55,7 @@ struct ContextHandles {
   abi::CUcontext context = nullptr;
   abi::CUdevResource resource{};                // the SMs the context actually has
   std::map<int, StreamPool> stream_pools;       // by priority, as asked for
+  bool idle = false;  // every stream synchronised and unused since: no need to wait again
   std::size_t stream_count() const;
   // Waits for the work queued on every stream; false if the driver reported an error.
   bool synchronize() const noexcept;

@@ -82,6 +82,7 @@ GreenContext::GreenContext(int device, std::unique_ptr<ContextHandles> handles, 
       kind_(kind),
       keep_alive_(std::move(keep_alive)) {
   if (!counted) ContextRecycler::instance().count_created(kind_);
+  handles_->idle = false;
   for (auto& entry : handles_->stream_pools) entry.second.next = 0;  // existing streams first
 }
 
@@ -90,7 +91,8 @@ GreenContext::~GreenContext() {
   // partition's keep-alive goes with this object, not with the idle context: a context made by
   // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
   // whose resource described them (the keep-alive keeps that resource valid until creation).
-  const bool reusable = handles_->synchronize();
+  handles_->idle = handles_->synchronize();  // when destroyed, its streams need no second wait
+  const bool reusable = handles_->idle;
   handles_ = ContextRecycler::instance().release(key_, kind_, std::move(handles_), reusable);
   handles_.reset();
 }

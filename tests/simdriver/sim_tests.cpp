@@ -481,6 +481,87 @@ TEST_F(Contexts, AForkWhileAnotherThreadHoldsTheRecyclerLockDoesNotHangTheChild)
   EXPECT_EQ(live_counts().idle_contexts, 1u);
 }
 
+TEST_F(Contexts, ADroppedContextWaitsForItsStreamsOnce) {
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  ctx->stream(-1);
+  int waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();  // not kept (limit 0): waited for once, then destroyed
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 2);
+  EXPECT_EQ(sim().live("stream"), 0);
+
+  // Kept, then evicted: the wait when it was kept is the only one.
+  ContextRecycler::instance().set_limit(1);
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  for (int i = 0; i < 3; ++i) ctx->stream(0);
+  waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 3);
+  ContextRecycler::instance().set_limit(0);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 3);
+  EXPECT_EQ(sim().live("stream"), 0);
+
+  // Taken from the recycler and used again: waited for again when dropped.
+  ContextRecycler::instance().set_limit(1);
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  ctx.reset();
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ContextRecycler::instance().set_limit(0);
+  waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 1);
+
+  // A wait that failed is made again before the stream is destroyed.
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  waits = sim().calls("cuStreamSynchronize");
+  sim().fail_next("cuStreamSynchronize", 999, 0);
+  ctx.reset();
+  set_warning_handler(previous);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 2);
+  EXPECT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(sim().live("stream"), 0);
+}
+
+TEST_F(Contexts, OwnedStreamsMoveAndAreDestroyedOnce) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  auto make = [&ctx] {
+    cu::CUstream stream = nullptr;
+    ctx->push_current();
+    EXPECT_EQ(driver().cuStreamCreateWithPriority(&stream, cu::CU_STREAM_NON_BLOCKING, 0), cu::CUDA_SUCCESS);
+    ctx->pop_current();
+    return stream;
+  };
+  const int before = sim().live("stream");
+  OwnedStream a(make()), b(make());
+  const cu::CUstream second = b.get();
+  EXPECT_EQ(sim().live("stream"), before + 2);
+  int waits = sim().calls("cuStreamSynchronize");
+  a = std::move(b);  // a's own stream is waited for and destroyed
+  EXPECT_EQ(a.get(), second);
+  EXPECT_EQ(b.get(), nullptr);
+  EXPECT_EQ(sim().live("stream"), before + 1);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize"), waits + 1);
+  OwnedStream& same = a;
+  a = std::move(same);  // moving onto itself keeps the stream
+  EXPECT_EQ(a.get(), second);
+  OwnedStream c(std::move(a));
+  EXPECT_EQ(c.get(), second);
+  EXPECT_EQ(a.get(), nullptr);
+  waits = sim().calls("cuStreamSynchronize");
+  c.destroy(false);  // its work known to be done: no wait
+  EXPECT_EQ(sim().calls("cuStreamSynchronize"), waits);
+  EXPECT_EQ(c.get(), nullptr);
+  EXPECT_EQ(sim().live("stream"), before);
+  const int destroys = sim().calls("cuStreamDestroy");
+  c.destroy();  // nothing left to destroy
+  EXPECT_EQ(sim().calls("cuStreamDestroy"), destroys);
+}
+
 TEST_F(Contexts, DroppedContextsAreReusedWithTheirStreams) {
   ContextRecycler::instance().set_limit(2);
   SmPartition part = partition_with_at_least(0, 16);
