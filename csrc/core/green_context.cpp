@@ -164,19 +164,34 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
   constexpr std::size_t kMaxThreads = 8;
   const std::size_t count = partitions.size();
   std::vector<std::shared_ptr<GreenContext>> made(count);
+  // On this thread: every check, and the idle contexts that fit (no driver call).
+  std::vector<Prepared> prepared;
+  prepared.reserve(count);
+  std::vector<std::size_t> to_create;  // indices of the contexts still to be made
+  for (std::size_t i = 0; i < count; ++i) {
+    prepared.push_back(prepare(device, partitions[i], workqueue, Kind::kUser));
+    std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared[i].key, Kind::kUser);
+    if (handles) {
+      made[i] = adopt(prepared[i], std::move(handles), true);
+    } else {
+      to_create.push_back(i);
+    }
+  }
+  // The creations, spread over this thread and up to kMaxThreads - 1 helpers.
   std::vector<std::exception_ptr> errors(count);
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+    for (std::size_t k = next.fetch_add(1); k < to_create.size(); k = next.fetch_add(1)) {
+      const std::size_t i = to_create[k];
       try {
-        made[i] = create(device, partitions[i], workqueue);
+        made[i] = adopt(prepared[i], make_handles(device, prepared[i].partition(), workqueue), false);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     }
   };
   std::vector<std::thread> helpers;
-  const std::size_t extra = std::min(count, kMaxThreads) - (count > 0 ? 1 : 0);
+  const std::size_t extra = to_create.size() > 1 ? std::min(to_create.size(), kMaxThreads) - 1 : 0;
   try {
     helpers.reserve(extra);
     for (std::size_t t = 0; t < extra; ++t) helpers.emplace_back(work);

@@ -37,9 +37,12 @@ class GreenContext {
                                               const std::optional<WorkqueueConfig>& workqueue,
                                               Kind kind = Kind::kUser);
 
-  // One context per partition, all on `device`, created concurrently (the driver lets
-  // several threads create contexts at once, and creation is mostly waiting on the driver).
-  // Either every context is made or none is kept, and the first error is rethrown.
+  // One context per partition, all on `device`. Idle contexts that fit are taken on the
+  // calling thread first; the contexts still to be made are created concurrently (the driver
+  // lets several threads create contexts at once, and creation is mostly waiting on the
+  // driver), with no helper thread for a single one. Either every context is made or none is
+  // kept, and the first error in partition order is rethrown; a partition that cannot be used
+  // at all (another device's, or a feature the driver lacks) fails before anything is created.
   static std::vector<std::shared_ptr<GreenContext>> create_all(
       int device, const std::vector<const SmPartition*>& partitions,
       const std::optional<WorkqueueConfig>& workqueue);

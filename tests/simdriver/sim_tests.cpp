@@ -1,6 +1,7 @@
 // The core against the simulated driver, once per driver version (ctest runs this binary
 // with TGC_SIM_DRIVER_VERSION set to each of 12040, 12050, 13000, 13010, 13040).
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,24 @@
 using namespace tgc;
 using tgc::testing::group;
 namespace cu = tgc::abi;
+
+// Threads started in this process, counted by wrapping pthread_create (std::thread's way in);
+// when g_threads_allowed is not negative, only that many more start (then EAGAIN).
+std::atomic<int> g_threads_started{0};
+std::atomic<int> g_threads_allowed{-1};
+
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                              void* arg) noexcept {
+  using Fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  int allowed = g_threads_allowed.load();
+  while (allowed >= 0) {
+    if (allowed == 0) return EAGAIN;
+    if (g_threads_allowed.compare_exchange_weak(allowed, allowed - 1)) break;
+  }
+  g_threads_started.fetch_add(1);
+  return real(thread, attr, start, arg);
+}
 
 // A forked child ends with _Exit (no exit handlers); in a coverage build it writes its line
 // counts first.
@@ -691,6 +711,133 @@ TEST_F(EmulatedSplit, CreateAllKeepsNothingWhenOneCreationFails) {
   EXPECT_EQ(live_counts().contexts, 0u);
   EXPECT_EQ(sim().live("green_ctx"), 0);
   EXPECT_EQ(sim().misuse(), 0);
+}
+
+TEST_F(EmulatedSplit, CreateAllTakesIdleContextsFirstAndStartsThreadsOnlyForCreations) {
+  ContextRecycler::instance().set_limit(16);
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult eights = split(whole, std::vector<GroupRequest>(6, group(8)));
+  SplitResult others = split(whole, {group(16), group(24), group(32)});
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : eights.groups) parts.push_back(&g);
+  auto with = [&](std::vector<const SmPartition*> list, std::size_t extra) {
+    for (std::size_t i = 0; i < extra; ++i) list.push_back(&others.groups[i]);
+    return list;
+  };
+  struct Delta {
+    int creates, threads;
+  };
+  auto create_all = [&](const std::vector<const SmPartition*>& list,
+                        std::vector<std::shared_ptr<GreenContext>>* out) {
+    const int creates = sim().calls("cuGreenCtxCreate"), threads = g_threads_started.load();
+    *out = GreenContext::create_all(0, list, std::nullopt);
+    EXPECT_EQ(out->size(), list.size());
+    for (std::size_t i = 0; i < out->size(); ++i) EXPECT_EQ((*out)[i]->sm_count(), list[i]->sm_count()) << i;
+    return Delta{sim().calls("cuGreenCtxCreate") - creates, g_threads_started.load() - threads};
+  };
+  std::vector<std::shared_ptr<GreenContext>> made;
+
+  // Six creations: this thread and five helpers.
+  Delta d = create_all(parts, &made);
+  EXPECT_EQ(d.creates, 6);
+  EXPECT_EQ(d.threads, 5);
+  std::set<cu::CUgreenCtx> first;
+  for (const auto& ctx : made) first.insert(ctx->handle());
+  made.clear();
+  EXPECT_EQ(live_counts().idle_contexts, 6u);
+
+  // All six idle: taken on this thread, no creation, no thread.
+  d = create_all(parts, &made);
+  EXPECT_EQ(d.creates, 0);
+  EXPECT_EQ(d.threads, 0);
+  std::set<cu::CUgreenCtx> again;
+  for (const auto& ctx : made) again.insert(ctx->handle());
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+  EXPECT_EQ(live_counts().contexts, 6u);
+  made.clear();
+
+  // Six idle and one to make: the creation runs on this thread.
+  d = create_all(with(parts, 1), &made);
+  EXPECT_EQ(d.creates, 1);
+  EXPECT_EQ(d.threads, 0);
+  made.clear();
+
+  // Seven idle and two to make: one helper.
+  d = create_all(with(parts, 3), &made);
+  EXPECT_EQ(d.creates, 2);
+  EXPECT_EQ(d.threads, 1);
+  made.clear();
+  EXPECT_EQ(live_counts().idle_contexts, 9u);
+  EXPECT_EQ(live_counts().contexts, 0u);
+}
+
+TEST_F(EmulatedSplit, CreateAllMakesEveryContextWithFewerThreadsThanItAsksFor) {
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(6, group(8)));
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  for (int allowed : {0, 2}) {
+    const int threads = g_threads_started.load(), creates = sim().calls("cuGreenCtxCreate");
+    g_threads_allowed = allowed;  // the rest of the five helpers cannot be started
+    std::vector<std::shared_ptr<GreenContext>> made;
+    try {
+      made = GreenContext::create_all(0, parts, std::nullopt);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    g_threads_allowed = -1;
+    EXPECT_EQ(g_threads_started.load() - threads, allowed);
+    EXPECT_EQ(sim().calls("cuGreenCtxCreate") - creates, 6);
+    ASSERT_EQ(made.size(), 6u);
+    std::set<int> seen;
+    for (const auto& ctx : made) {
+      ASSERT_NE(ctx, nullptr);
+      for (int sm : sms_of(*ctx)) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+    }
+    EXPECT_EQ(seen.size(), 48u);
+  }
+}
+
+TEST_F(EmulatedSplit, CreateAllWithIdleContextsStillKeepsNothingOnAFailure) {
+  ContextRecycler::instance().set_limit(16);
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(5, group(8)));
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  {
+    std::vector<const SmPartition*> first_three(parts.begin(), parts.begin() + 3);
+    auto made = GreenContext::create_all(0, first_three, std::nullopt);
+  }
+  ASSERT_EQ(live_counts().idle_contexts, 3u);
+  sim().fail_next("cuGreenCtxCreate", 2 /* CUDA_ERROR_OUT_OF_MEMORY */, 0);
+  try {
+    GreenContext::create_all(0, parts, std::nullopt);
+    FAIL() << "no error";
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuGreenCtxCreate");
+  }
+  // The three taken back and the one made are idle again; nothing is in use.
+  LiveCounts live = live_counts();
+  EXPECT_EQ(live.contexts, 0u);
+  EXPECT_EQ(live.idle_contexts, 4u);
+  EXPECT_EQ(sim().live("green_ctx"), 4);
+  // A partition of another device fails the call on this thread, before any creation; the
+  // idle contexts taken before it go back.
+  const int creates = sim().calls("cuGreenCtxCreate"), threads = g_threads_started.load();
+  SmPartition elsewhere(1, whole.resource(), SmPartition::Origin::kDevice, 8, nullptr);
+  std::vector<const SmPartition*> mixed = parts;
+  mixed.insert(mixed.begin() + 4, &elsewhere);  // after partitions whose contexts are idle
+  try {
+    GreenContext::create_all(0, mixed, std::nullopt);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to device 1, not device 0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
+  EXPECT_EQ(g_threads_started.load(), threads);
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 4u);
 }
 
 TEST_F(EmulatedSplit, InternalContextsLiveAsLongAsTheirPartitions) {
