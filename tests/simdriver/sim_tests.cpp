@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/driver_baseline.h"
+
 #include "core/context_recycler.h"
 #include "core/device.h"
 #include "core/driver_api.h"
@@ -210,7 +212,9 @@ TEST_F(Contexts, CreateStreamsAndDestroy) {
   EXPECT_NE(a, b);
   EXPECT_EQ(ctx->stream_count(), 2u);
   EXPECT_EQ(sim().live("stream"), 2);
-  if (version() < 12050) EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), 2);
+  if (version() < 12050) {
+    EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), 2);
+  }
   SmPartition own = GreenContext::sm_partition(ctx);
   EXPECT_TRUE(own.splittable());
   EXPECT_EQ(own.sm_count(), 16u);
@@ -960,6 +964,54 @@ TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
   EXPECT_EQ(sim().live("stream"), 0) << "the stream is destroyed all the same";
 }
 
+TEST_F(Faults, BenchmarkBaselinesDestroyWhatTheyMadeWhenALaterCallFails) {
+  bench::Timing ok = bench::raw_create(0, 16);
+  EXPECT_GT(ok.create_ns, 0);
+  ok = bench::raw_split_create(0, 16, true);
+  EXPECT_GE(ok.create_ns, ok.split_ns);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+  struct Case {
+    const char* call;
+    int skip;
+    bool split, concurrently;
+  };
+  for (const Case& c : {Case{"cuCtxFromGreenCtx", 0, false, false},
+                        Case{"cuGreenCtxGetDevResource", 0, false, false},
+                        Case{"cuGreenCtxCreate", 1, true, false},          // the second of two
+                        Case{"cuGreenCtxGetDevResource", 1, true, false},
+                        Case{"cuGreenCtxCreate", 0, true, true},           // one of the two threads
+                        Case{"cuGreenCtxGetDevResource", 1, true, true},
+                        Case{"cuCtxFromGreenCtx", 0, true, true}}) {
+    SCOPED_TRACE(std::string(c.call) + (c.split ? " in raw_split_create" : " in raw_create") +
+                 (c.concurrently ? ", concurrently" : ""));
+    sim().fail_next(c.call, 999, c.skip);
+    try {
+      if (c.split) {
+        bench::raw_split_create(0, 16, c.concurrently);
+      } else {
+        bench::raw_create(0, 16);
+      }
+      ADD_FAILURE() << "no error";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), c.call);
+    }
+    sim().clear_failures();
+    EXPECT_EQ(sim().live("green_ctx"), 0);
+  }
+  // The first of two destroys refused: the second context is destroyed all the same.
+  sim().fail_next("cuGreenCtxDestroy", 999, 0);
+  EXPECT_THROW(bench::raw_split_create(0, 16, false), DriverError);
+  EXPECT_EQ(sim().live("green_ctx"), 1) << "only the context whose destroy was refused";
+  leaked_by_failed_destroys_.green_ctx += 1;
+  EXPECT_EQ(sim().misuse(), 0);
+  if (version() >= 12050) {
+    auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+    const int streams = sim().live("stream");
+    bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0);
+    EXPECT_EQ(sim().live("stream"), streams);
+  }
+}
+
 TEST_F(Faults, ProbeLoadFailureIsReported) {
   // the probe library loads once per process; a failed launch names the call
   auto ctx = GreenContext::create(0, nullptr, std::nullopt);
@@ -1056,8 +1108,9 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       driver().cuCtxGetCurrent(&current);
       // A pop the driver refuses, or cannot check, leaves the context where it is
       // (pop_context can be retried).
-      if (!(failed && (name == "cuCtxPopCurrent" || name == "cuCtxGetCurrent")))
+      if (!(failed && (name == "cuCtxPopCurrent" || name == "cuCtxGetCurrent"))) {
         EXPECT_EQ(current, nullptr) << "a context was left current";
+      }
       while (current != nullptr) {  // tidy up after a failed pop
         cu::CUcontext popped = nullptr;
         driver().cuCtxPopCurrent(&popped);
