@@ -242,9 +242,12 @@ TEST_F(Contexts, PushPopAndProbe) {
   auto part = partition_with_at_least(0, 16);
   auto small = GreenContext::create(0, &part, std::nullopt);
   EXPECT_THROW(small->pop_current(), std::runtime_error);
+  EXPECT_EQ(current_context(), nullptr);
   small->push_current();
+  EXPECT_EQ(current_context(), small->context());
   EXPECT_THROW(ctx->pop_current(), std::runtime_error);
   small->pop_current();
+  EXPECT_EQ(current_context(), nullptr);
   cu::CUstream stream = small->stream(0);
   std::vector<unsigned> ids(64, 999);
   launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 128, 0);
@@ -878,6 +881,48 @@ TEST_F(EmulatedSplit, CountsTheHardwareCannotGiveAreValueErrors) {
   EXPECT_EQ(live_counts().internal_contexts, 0u);
 }
 
+TEST_F(EmulatedSplit, ErrorsSayWhatIsLeftAndWhatTheLayoutCanGive) {
+  SmPartition whole = SmPartition::from_device(0);
+  auto message = [&](const std::vector<GroupRequest>& requests) {
+    try {
+      split(whole, requests, SplitPath::kEmulated);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // 128 SMs in 8-SM groups do not fit the GPCs (15 such groups, 120 SMs); the whole device does.
+  std::string m = message({group(128)});
+  EXPECT_NE(m.find("num_sms=128 cannot be given from the 132 SMs left; nearest counts it can give: 120, 132"),
+            std::string::npos) << m;
+  // The first group takes every SM (in units of 2): none for the second.
+  m = message({group(132, 2), group(0)});
+  EXPECT_NE(m.find("no SMs are left for group 1 (132 SMs were split)"), std::string::npos) << m;
+  // Discovery leaves room for the groups after it...
+  m = message({group(0), group(128)});
+  EXPECT_NE(m.find("group 0: discovery (num_sms=0) found no group of at least 8 SMs in the 132 SMs left "
+                   "after reserving 128 for the groups after it"),
+            std::string::npos) << m;
+  {
+    SplitResult found = split(whole, {group(0), group(8, 2)}, SplitPath::kEmulated);
+    auto contexts = contexts_of(found, {120, 8});
+    ASSERT_TRUE(found.remainder.has_value());
+    EXPECT_EQ(found.remainder->sm_count(), 4u);
+  }
+  // It reserves counts, not places: after 112 SMs in 8-SM groups, the 20 left hold no
+  // 16-SM group.
+  m = message({group(0), group(16)});
+  EXPECT_NE(m.find("group 1: num_sms=16 cannot be given from the 20 SMs left; nearest counts it can give: 8, 20"),
+            std::string::npos) << m;
+  // ...and finds nothing where the SMs left are scattered: after 120 SMs in 8-SM groups, the 12
+  // left are 2 in each of six GPCs.
+  m = message({group(0), group(0)});
+  EXPECT_NE(m.find("group 1: discovery (num_sms=0) found no group of at least 8 SMs in the 12 SMs left"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("reserving"), std::string::npos) << m;
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
 TEST_F(EmulatedSplit, GroupsThatFitAndSplitsShareOneCheckedCall) {
   SmPartition whole = SmPartition::from_device(0);
   // 8-SM groups of the GPCs (18 x 6, 16, 8): 2 x 6 + 2 + 1; 16-SM groups pair them up.
@@ -1187,4 +1232,47 @@ TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
     }
   }
   EXPECT_EQ(installed_driver_version(), version());  // the version needs no cuInit
+}
+
+// Run alone, with TGC_SIM_HIDE naming entry points (ctest's sim_driver_missing_entry_points).
+TEST(MissingEntryPoints, ADriverLackingWhatItsVersionClaimsIsNamedAndWorkedAround) {
+  if (std::getenv("TGC_SIM_HIDE") == nullptr) GTEST_SKIP() << "needs TGC_SIM_HIDE";
+  ASSERT_GE(version(), 13010);
+  ContextRecycler::instance().set_limit(0);
+  EXPECT_EQ(driver().cuDevSmResourceSplit, nullptr);
+  EXPECT_EQ(native_split_available_path(), SplitPath::kEmulated) << "auto takes the path that works";
+  SmPartition whole = SmPartition::from_device(0);
+  try {
+    split(whole, {group(16)}, SplitPath::kNative);
+    FAIL() << "no error";
+  } catch (const FeatureUnavailableError& e) {
+    FAIL() << "the version is high enough: " << e.what();
+  } catch (const std::runtime_error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("SMPartition.split (cuDevSmResourceSplit) needs a driver entry point that"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not provide, although it reports version 13.1 or newer"), std::string::npos) << m;
+  }
+  EXPECT_EQ(split(whole, {group(16)}).groups.at(0).sm_count(), 16u);
+  // No cuGreenCtxStreamCreate: streams are made with the context current, as on driver 12.4.
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  const int created = sim().calls("cuStreamCreateWithPriority");
+  EXPECT_NE(ctx->stream(0), nullptr);
+  EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), created + 1);
+  EXPECT_THROW(bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0), std::runtime_error);
+  ctx.reset();
+  EXPECT_EQ(sim().live("stream"), 0);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+}
+
+// Run alone, with TGC_TEST_EXPECTED_IDLE_LIMIT and TORCH_GREEN_CONTEXTS_IDLE_LIMIT set
+// (ctest's idle_limit_*).
+TEST(IdleLimit, ReadFromTheEnvironmentWhenTheRecyclerIsMade) {
+  const char* expected = std::getenv("TGC_TEST_EXPECTED_IDLE_LIMIT");
+  if (expected == nullptr) GTEST_SKIP() << "needs TGC_TEST_EXPECTED_IDLE_LIMIT";
+  const std::size_t limit = std::strtoul(expected, nullptr, 10);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit);
+  ::setenv(idle_limit_env(), "3", 1);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit) << "read once";
+  ContextRecycler::instance().set_limit(limit + 1);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit + 1);
 }
