@@ -55,3 +55,16 @@ def test_main_reports_missing_driver_and_exits_zero():
     assert out.returncode == 0, out.stderr
     assert "CUDA driver: none found" in out.stdout
     assert "torch" in out.stdout
+
+
+def test_main_names_the_split_path_variable_as_the_package_reads_it(monkeypatch, capsys):
+    from torch_green_contexts import __main__ as report
+    from torch_green_contexts import _sm_partition
+
+    monkeypatch.setattr(_sm_partition, "_SPLIT_PATH_ENV", "TGC_TEST_SPLIT_PATH")
+    monkeypatch.setenv("TGC_TEST_SPLIT_PATH", "emulated")
+    monkeypatch.setenv("TORCH_GREEN_CONTEXTS_SPLIT_PATH", "native")
+    assert report.main() == 0
+    out = capsys.readouterr().out
+    assert "TGC_TEST_SPLIT_PATH=emulated" in out
+    assert "TORCH_GREEN_CONTEXTS_SPLIT_PATH" not in out

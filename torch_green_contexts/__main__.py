@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from . import GreenContext, SMPartition, observed_sm_ids
+from . import GreenContext, SMPartition, _sm_partition, observed_sm_ids
 from ._native import _C
 
 FEATURES = (
@@ -36,7 +36,7 @@ def main() -> int:
     print(f"torch_green_contexts {__version__}, built against torch {BUILT_AGAINST_TORCH}")
     print(f"torch {torch.__version__} (CUDA runtime {torch.version.cuda}), Python "
           f"{platform.python_version()}, {platform.platform()}")
-    for name in (_C.DRIVER_LIBRARY_ENV, _C.IDLE_LIMIT_ENV, "TORCH_GREEN_CONTEXTS_SPLIT_PATH",
+    for name in (_C.DRIVER_LIBRARY_ENV, _C.IDLE_LIMIT_ENV, _sm_partition._SPLIT_PATH_ENV,
                  "CUDA_VISIBLE_DEVICES"):
         if os.environ.get(name):
             print(f"  {name}={os.environ[name]}")

@@ -5,6 +5,7 @@
 #include <exception>
 #include <initializer_list>
 #include <thread>
+#include <utility>
 
 #include "core/driver_api.h"
 
@@ -24,8 +25,47 @@ abi::CUdevResource zeroed() {
   return resource;
 }
 
+// Owns one driver handle made here: destroys it (best effort, unchecked) if it is still owned
+// when the guard goes, that is when a later call failed. destroy() is the checked destruction.
+template <typename Handle>
+class Owned {
+ public:
+  using DestroyFn = abi::CUresult (*)(Handle);
+  Owned() = default;
+  Owned(Handle handle, DestroyFn destroy_fn, const char* call)
+      : destroy_fn_(destroy_fn), call_(call), handle_(handle) {}
+  Owned(Owned&& other) noexcept { *this = std::move(other); }
+  Owned& operator=(Owned&& other) noexcept {
+    if (this != &other) {
+      release_unchecked();
+      destroy_fn_ = other.destroy_fn_;
+      call_ = other.call_;
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() { release_unchecked(); }
+
+  Handle get() const noexcept { return handle_; }
+  // Destroys it now; the handle is given up even if the driver refuses (it cannot be retried).
+  void destroy(const DriverApi& api) {
+    if (handle_ == nullptr) return;
+    api.check(destroy_fn_(std::exchange(handle_, nullptr)), call_);
+  }
+
+ private:
+  void release_unchecked() noexcept {
+    if (handle_ != nullptr) destroy_fn_(std::exchange(handle_, nullptr));
+  }
+  DestroyFn destroy_fn_ = nullptr;
+  const char* call_ = "";
+  Handle handle_ = nullptr;
+};
+
 struct Made {
-  abi::CUgreenCtx green_ctx = nullptr;
+  Owned<abi::CUgreenCtx> green_ctx;
   unsigned sm_count = 0;
 };
 
@@ -35,14 +75,15 @@ Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource
   abi::CUdevResourceDesc desc = nullptr;
   api.check(api.cuDevResourceGenerateDesc(&desc, &sm, 1), "cuDevResourceGenerateDesc");
   auto create = api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  abi::CUgreenCtx green_ctx = nullptr;
+  api.check(create(&green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
   Made made;
-  api.check(create(&made.green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM),
-            "cuGreenCtxCreate");
+  made.green_ctx = Owned<abi::CUgreenCtx>(green_ctx, api.cuGreenCtxDestroy, "cuGreenCtxDestroy");
   if (bare) return made;
   abi::CUcontext context = nullptr;
-  api.check(api.cuCtxFromGreenCtx(&context, made.green_ctx), "cuCtxFromGreenCtx");
+  api.check(api.cuCtxFromGreenCtx(&context, made.green_ctx.get()), "cuCtxFromGreenCtx");
   abi::CUdevResource actual = zeroed();
-  api.check(api.cuGreenCtxGetDevResource(made.green_ctx, &actual, abi::CU_DEV_RESOURCE_TYPE_SM),
+  api.check(api.cuGreenCtxGetDevResource(made.green_ctx.get(), &actual, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuGreenCtxGetDevResource");
   made.sm_count = actual.sm.smCount;
   return made;
@@ -67,9 +108,10 @@ Split split_device(const DriverApi& api, int ordinal, unsigned min_sms) {
   return out;
 }
 
-std::int64_t destroy(const DriverApi& api, std::initializer_list<abi::CUgreenCtx> contexts) {
+// Destroys the contexts in order; if one is refused, the guards of the others still destroy them.
+std::int64_t destroy(const DriverApi& api, std::initializer_list<Made*> made) {
   Clock::time_point start = Clock::now();
-  for (abi::CUgreenCtx ctx : contexts) api.check(api.cuGreenCtxDestroy(ctx), "cuGreenCtxDestroy");
+  for (Made* m : made) m->green_ctx.destroy(api);
   return since(start);
 }
 
@@ -83,7 +125,7 @@ Timing raw_create(int device, unsigned min_sms, bool bare) {
   timing.split_ns = since(start);
   Made made = make_context(api, split.device, split.group, bare);
   timing.create_ns = since(start);
-  timing.destroy_ns = destroy(api, {made.green_ctx});
+  timing.destroy_ns = destroy(api, {&made});
   return timing;
 }
 
@@ -106,21 +148,17 @@ Timing raw_split_create(int device, unsigned first_sms, bool concurrently) {
     try {
       first = make_context(api, split.device, split.group);
     } catch (...) {
-      other.join();
-      if (second.green_ctx != nullptr) api.cuGreenCtxDestroy(second.green_ctx);
+      other.join();  // `second`, if made, is destroyed by its guard
       throw;
     }
     other.join();
-    if (error) {
-      api.cuGreenCtxDestroy(first.green_ctx);
-      std::rethrow_exception(error);
-    }
+    if (error) std::rethrow_exception(error);  // `first` is destroyed by its guard
   } else {
     first = make_context(api, split.device, split.group);
     second = make_context(api, split.device, split.remainder);
   }
   timing.create_ns = since(start);
-  timing.destroy_ns = destroy(api, {first.green_ctx, second.green_ctx});
+  timing.destroy_ns = destroy(api, {&first, &second});
   return timing;
 }
 
@@ -129,14 +167,15 @@ Timing raw_stream_create(std::uintptr_t green_ctx, int priority) {
   Timing timing;
   auto create = api.require(api.cuGreenCtxStreamCreate, "green-context streams",
                             feature_version::kGreenContextStreams);
-  abi::CUstream stream = nullptr;
+  abi::CUstream handle = nullptr;
   Clock::time_point start = Clock::now();
-  api.check(create(&stream, reinterpret_cast<abi::CUgreenCtx>(green_ctx),
-                                       abi::CU_STREAM_NON_BLOCKING, priority),
+  api.check(create(&handle, reinterpret_cast<abi::CUgreenCtx>(green_ctx), abi::CU_STREAM_NON_BLOCKING,
+                   priority),
             "cuGreenCtxStreamCreate");
   timing.create_ns = since(start);
+  Owned<abi::CUstream> stream(handle, api.cuStreamDestroy, "cuStreamDestroy");
   start = Clock::now();
-  api.check(api.cuStreamDestroy(stream), "cuStreamDestroy");
+  stream.destroy(api);
   timing.destroy_ns = since(start);
   return timing;
 }

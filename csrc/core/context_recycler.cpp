@@ -1,9 +1,10 @@
 #include "context_recycler.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <string>
 #include <utility>
 
 #include "driver_api.h"
@@ -30,21 +31,19 @@ OwnedStream::OwnedStream(OwnedStream&& other) noexcept
 
 OwnedStream& OwnedStream::operator=(OwnedStream&& other) noexcept {
   if (this != &other) {
-    reset();
+    destroy();
     stream_ = std::exchange(other.stream_, nullptr);
   }
   return *this;
 }
 
-OwnedStream::~OwnedStream() { reset(); }
-
-void OwnedStream::reset() noexcept {
+void OwnedStream::destroy(bool wait) noexcept {
   if (stream_ == nullptr) return;
   try {
     const DriverApi& api = driver();
     // Work still queued must finish before the stream and its context go away: the driver
     // does not document what happens to pending work when a green context is destroyed.
-    warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    if (wait) warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     warn_if_cleanup_failed(api.cuStreamDestroy(stream_), "cuStreamDestroy");
   } catch (...) {
     // No driver to call (a process that can no longer use it): nothing can be released.
@@ -54,6 +53,9 @@ void OwnedStream::reset() noexcept {
 
 ContextHandles::~ContextHandles() {
   // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
+  for (auto& entry : stream_pools) {
+    for (OwnedStream& stream : entry.second.streams) stream.destroy(!idle);
+  }
   stream_pools.clear();
   if (green_ctx == nullptr) return;
   try {
@@ -91,19 +93,29 @@ bool RecycleKey::operator==(const RecycleKey& other) const noexcept {
          concurrency_limit == other.concurrency_limit;
 }
 
-ContextRecycler::ContextRecycler() : limit_(initial_limit()) {}
+ContextRecycler::ContextRecycler() : limit_(initial_limit()) {
+  pthread_atfork(&ContextRecycler::lock_before_fork, &ContextRecycler::unlock_after_fork,
+                 &ContextRecycler::unlock_after_fork);
+}
 
 ContextRecycler& ContextRecycler::instance() {
   static ContextRecycler* recycler = new ContextRecycler();
   return *recycler;
 }
 
-std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key) {
+void ContextRecycler::lock_before_fork() noexcept { instance().mutex_.lock(); }
+
+void ContextRecycler::unlock_after_fork() noexcept { instance().mutex_.unlock(); }
+
+std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key, ContextKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = idle_.begin(); it != idle_.end(); ++it) {
     if (it->key == key) {
       std::unique_ptr<ContextHandles> handles = std::move(it->handles);
-      idle_streams_ -= handles->stream_count();
+      const std::size_t streams = handles->stream_count();
+      counts_.idle_streams -= streams;
+      counts_.streams += streams;
+      ++(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
       idle_.erase(it);
       return handles;
     }
@@ -111,26 +123,43 @@ std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key) {
   return nullptr;
 }
 
-std::unique_ptr<ContextHandles> ContextRecycler::keep(const RecycleKey& key,
-                                                      std::unique_ptr<ContextHandles> handles) {
-  std::list<Entry> node;  // allocated before anything changes: a failure here changes nothing
-  node.push_back(Entry{key, nullptr});
-  std::list<Entry> evicted;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (limit_ == 0) return handles;
-    const std::size_t streams = handles->stream_count();
-    node.front().handles = std::move(handles);
-    idle_.splice(idle_.begin(), node);
-    idle_streams_ += streams;
-    trim(evicted);
+void ContextRecycler::count_created(ContextKind kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
+}
+
+void ContextRecycler::count_stream_created() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_.streams;
+}
+
+std::unique_ptr<ContextHandles> ContextRecycler::release(const RecycleKey& key, ContextKind kind,
+                                                         std::unique_ptr<ContextHandles> handles,
+                                                         bool reusable) noexcept {
+  std::list<Entry> node;  // allocated before the lock: a failure here changes nothing
+  if (reusable) {
+    try {
+      node.push_back(Entry{key, nullptr});
+    } catch (...) {
+      reusable = false;  // no memory to keep it: it is destroyed instead
+    }
   }
-  return nullptr;  // `evicted` is destroyed here, outside the lock
+  std::list<Entry> evicted;  // destroyed after the lock is released (declared before it)
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t streams = handles->stream_count();
+  --(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
+  counts_.streams -= streams;
+  if (!reusable || limit_ == 0) return handles;
+  node.front().handles = std::move(handles);
+  idle_.splice(idle_.begin(), node);
+  counts_.idle_streams += streams;
+  trim(evicted);
+  return nullptr;
 }
 
 void ContextRecycler::trim(std::list<Entry>& evicted) noexcept {
   while (idle_.size() > limit_) {
-    idle_streams_ -= idle_.back().handles->stream_count();
+    counts_.idle_streams -= idle_.back().handles->stream_count();
     evicted.splice(evicted.end(), idle_, std::prev(idle_.end()));
   }
 }
@@ -140,7 +169,7 @@ void ContextRecycler::release_all() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     evicted.splice(evicted.end(), idle_);
-    idle_streams_ = 0;
+    counts_.idle_streams = 0;
   }
 }
 
@@ -158,14 +187,11 @@ void ContextRecycler::set_limit(std::size_t limit) {
   }
 }
 
-std::size_t ContextRecycler::idle_contexts() const {
+LiveCounts ContextRecycler::counts() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return idle_.size();
-}
-
-std::size_t ContextRecycler::idle_streams() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return idle_streams_;
+  LiveCounts snapshot = counts_;
+  snapshot.idle_contexts = idle_.size();
+  return snapshot;
 }
 
 }  // namespace tgc

@@ -28,11 +28,13 @@ class OwnedStream {
   OwnedStream& operator=(OwnedStream&& other) noexcept;
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
-  ~OwnedStream();
+  ~OwnedStream() { destroy(); }
   abi::CUstream get() const noexcept { return stream_; }
+  // Destroys the stream now, first waiting for its work unless `wait` is false (its work is
+  // known to be done).
+  void destroy(bool wait = true) noexcept;
 
  private:
-  void reset() noexcept;
   abi::CUstream stream_ = nullptr;
 };
 
@@ -42,7 +44,7 @@ struct StreamPool {
 };
 
 // The driver objects of one green context. Destroying it destroys the streams (after
-// synchronising them), then the green context.
+// synchronising them, unless `idle` says that was done already), then the green context.
 struct ContextHandles {
   ContextHandles() = default;
   ContextHandles(const ContextHandles&) = delete;
@@ -53,6 +55,7 @@ struct ContextHandles {
   abi::CUcontext context = nullptr;
   abi::CUdevResource resource{};                // the SMs the context actually has
   std::map<int, StreamPool> stream_pools;       // by priority, as asked for
+  bool idle = false;  // every stream synchronised and unused since: no need to wait again
   std::size_t stream_count() const;
   // Waits for the work queued on every stream; false if the driver reported an error.
   bool synchronize() const noexcept;
@@ -68,22 +71,43 @@ struct RecycleKey {
   bool operator==(const RecycleKey& other) const noexcept;
 };
 
+// Who uses a context: a user, or an emulated split (see split.h).
+enum class ContextKind { kUser, kInternal };
+
+// Counts of what the core holds right now, for leak checks.
+struct LiveCounts {
+  std::size_t contexts = 0;           // green contexts in use by users
+  std::size_t internal_contexts = 0;  // in use by emulated splits
+  std::size_t streams = 0;            // streams of the contexts in use
+  std::size_t idle_contexts = 0;      // kept for reuse (ContextRecycler)
+  std::size_t idle_streams = 0;       // streams of the idle contexts
+};
+
+// The recycler also keeps the counts of the contexts in use, under the same lock as the idle
+// ones, so that a context moving between the two is always counted exactly once.
 class ContextRecycler {
  public:
   // The process's recycler. Never destroyed: contexts still idle at exit go with the process.
   static ContextRecycler& instance();
 
-  // An idle context made from `key`, or null.
-  std::unique_ptr<ContextHandles> take(const RecycleKey& key);
-  // Keeps `handles` (whose streams are idle) for reuse; gives it back when the limit is 0.
-  std::unique_ptr<ContextHandles> keep(const RecycleKey& key, std::unique_ptr<ContextHandles> handles);
+  // An idle context made from `key`, or null; a context taken is counted as in use by `kind`.
+  std::unique_ptr<ContextHandles> take(const RecycleKey& key, ContextKind kind);
+  // Counts a context just made (with no streams yet) as in use by `kind`.
+  void count_created(ContextKind kind);
+  // Counts a new stream of a context in use.
+  void count_stream_created();
+  // Stops counting `handles` as in use by `kind` and, when `reusable` (its streams are idle)
+  // and the limit allows, keeps it for reuse; otherwise gives it back, to be destroyed.
+  std::unique_ptr<ContextHandles> release(const RecycleKey& key, ContextKind kind,
+                                          std::unique_ptr<ContextHandles> handles,
+                                          bool reusable) noexcept;
   // Destroys every idle context.
   void release_all();
   std::size_t limit() const;
   // Sets the most idle contexts kept (0: destroy contexts when dropped); evicts the excess.
   void set_limit(std::size_t limit);
-  std::size_t idle_contexts() const;
-  std::size_t idle_streams() const;
+  // All the counts, in use and idle, read together.
+  LiveCounts counts() const;
 
  private:
   ContextRecycler();
@@ -93,11 +117,15 @@ class ContextRecycler {
   };
   // Moves entries beyond the limit into `evicted`, to be destroyed outside the lock.
   void trim(std::list<Entry>& evicted) noexcept;
+  // A fork() waits until no other thread holds the lock, so the child never inherits it held.
+  static void lock_before_fork() noexcept;
+  static void unlock_after_fork() noexcept;
+  friend struct ContextRecyclerTestAccess;  // tests hold the lock across a fork
 
-  mutable std::mutex mutex_;
-  std::list<Entry> idle_;  // most recently kept first
+  mutable std::mutex mutex_;  // guards everything below
+  std::list<Entry> idle_;     // most recently kept first
   std::size_t limit_;
-  std::size_t idle_streams_ = 0;
+  LiveCounts counts_;         // idle_contexts: idle_.size(), filled in by counts()
 };
 
 // The environment variable that sets the recycler's initial limit (default 16).

@@ -6,7 +6,6 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -18,10 +17,6 @@
 namespace tgc {
 
 namespace {
-
-std::atomic<std::size_t> g_live_contexts{0};
-std::atomic<std::size_t> g_live_internal_contexts{0};
-std::atomic<std::size_t> g_live_streams{0};
 
 abi::CUdevResource workqueue_resource(int device, const WorkqueueConfig& config) {
   const DriverApi& api = driver();
@@ -75,63 +70,92 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
 
 }  // namespace
 
-LiveCounts live_counts() {
-  const ContextRecycler& recycler = ContextRecycler::instance();
-  return {g_live_contexts.load(), g_live_internal_contexts.load(), g_live_streams.load(),
-          recycler.idle_contexts(), recycler.idle_streams()};
-}
+LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
 
 GreenContext::GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
                            unsigned fallback_alignment, Kind kind,
-                           std::shared_ptr<const void> keep_alive) noexcept
+                           std::shared_ptr<const void> keep_alive, bool counted) noexcept
     : device_(device),
       handles_(std::move(handles)),
       key_(key),
       fallback_alignment_(fallback_alignment),
       kind_(kind),
       keep_alive_(std::move(keep_alive)) {
-  (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_add(1);
-  g_live_streams.fetch_add(handles_->stream_count());
+  if (!counted) ContextRecycler::instance().count_created(kind_);
+  handles_->idle = false;
   for (auto& entry : handles_->stream_pools) entry.second.next = 0;  // existing streams first
 }
 
 GreenContext::~GreenContext() {
-  (kind_ == Kind::kUser ? g_live_contexts : g_live_internal_contexts).fetch_sub(1);
-  g_live_streams.fetch_sub(handles_->stream_count());
   // A context whose streams report an error is not handed to anyone else. The source
   // partition's keep-alive goes with this object, not with the idle context: a context made by
   // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
   // whose resource described them (the keep-alive keeps that resource valid until creation).
-  if (handles_->synchronize()) {
-    try {
-      handles_ = ContextRecycler::instance().keep(key_, std::move(handles_));
-    } catch (...) {
-      // No memory to keep it: keep() gave it back untouched or destroyed it already.
-    }
-  }
+  handles_->idle = handles_->synchronize();  // when destroyed, its streams need no second wait
+  const bool reusable = handles_->idle;
+  handles_ = ContextRecycler::instance().release(key_, kind_, std::move(handles_), reusable);
   handles_.reset();
+}
+
+// What making one context needs, checked: the partition (the whole device when none was
+// given) and the key of the contexts it can reuse.
+struct GreenContext::Prepared {
+  int device = 0;
+  Kind kind = Kind::kUser;
+  const SmPartition* given = nullptr;
+  std::optional<SmPartition> whole_device;
+  RecycleKey key;
+  const SmPartition& partition() const { return given != nullptr ? *given : *whole_device; }
+};
+
+GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
+                                             const std::optional<WorkqueueConfig>& workqueue,
+                                             Kind kind) {
+  const DriverApi& api = driver();
+  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
+  Prepared out;
+  out.device = device;
+  out.kind = kind;
+  if (sm == nullptr) {
+    out.whole_device.emplace(SmPartition::from_device(device));
+  } else if (sm->device() != device) {
+    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
+                     ", not device " + std::to_string(device));
+  } else {
+    out.given = sm;
+  }
+  out.key = recycle_key(device, out.partition(), workqueue);
+  return out;
+}
+
+// Wraps `handles` (taken from the recycler, which counted them, when `taken`).
+std::shared_ptr<GreenContext> GreenContext::adopt(const Prepared& prepared,
+                                                  std::unique_ptr<ContextHandles> handles,
+                                                  bool taken) {
+  const SmPartition& sm = prepared.partition();
+  // The allocation comes before the arguments are evaluated: if it fails, `handles` is still
+  // here and destroyed on the way out, uncounted if the recycler had counted it.
+  GreenContext* made = nullptr;
+  try {
+    made = new GreenContext(prepared.device, std::move(handles), prepared.key,
+                            sm.coscheduled_sm_count(), prepared.kind, sm.keep_alive(), taken);
+  } catch (...) {
+    if (taken) {
+      handles = ContextRecycler::instance().release(prepared.key, prepared.kind, std::move(handles), false);
+    }
+    throw;
+  }
+  return std::shared_ptr<GreenContext>(made);  // on failure, deletes `made`, which uncounts it
 }
 
 std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
                                                    const std::optional<WorkqueueConfig>& workqueue,
                                                    Kind kind) {
-  const DriverApi& api = driver();
-  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
-  if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
-
-  std::optional<SmPartition> whole_device;
-  if (sm == nullptr) {
-    whole_device.emplace(SmPartition::from_device(device));
-    sm = &*whole_device;
-  } else if (sm->device() != device) {
-    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
-                     ", not device " + std::to_string(device));
-  }
-  const RecycleKey key = recycle_key(device, *sm, workqueue);
-  std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(key);
-  if (!handles) handles = make_handles(device, *sm, workqueue);
-  return std::shared_ptr<GreenContext>(new GreenContext(
-      device, std::move(handles), key, sm->coscheduled_sm_count(), kind, sm->keep_alive()));
+  const Prepared prepared = prepare(device, sm, workqueue, kind);
+  std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared.key, kind);
+  if (handles) return adopt(prepared, std::move(handles), true);
+  return adopt(prepared, make_handles(device, prepared.partition(), workqueue), false);
 }
 
 std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
@@ -140,19 +164,34 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
   constexpr std::size_t kMaxThreads = 8;
   const std::size_t count = partitions.size();
   std::vector<std::shared_ptr<GreenContext>> made(count);
+  // On this thread: every check, and the idle contexts that fit (no driver call).
+  std::vector<Prepared> prepared;
+  prepared.reserve(count);
+  std::vector<std::size_t> to_create;  // indices of the contexts still to be made
+  for (std::size_t i = 0; i < count; ++i) {
+    prepared.push_back(prepare(device, partitions[i], workqueue, Kind::kUser));
+    std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared[i].key, Kind::kUser);
+    if (handles) {
+      made[i] = adopt(prepared[i], std::move(handles), true);
+    } else {
+      to_create.push_back(i);
+    }
+  }
+  // The creations, spread over this thread and up to kMaxThreads - 1 helpers.
   std::vector<std::exception_ptr> errors(count);
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+    for (std::size_t k = next.fetch_add(1); k < to_create.size(); k = next.fetch_add(1)) {
+      const std::size_t i = to_create[k];
       try {
-        made[i] = create(device, partitions[i], workqueue);
+        made[i] = adopt(prepared[i], make_handles(device, prepared[i].partition(), workqueue), false);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     }
   };
   std::vector<std::thread> helpers;
-  const std::size_t extra = std::min(count, kMaxThreads) - (count > 0 ? 1 : 0);
+  const std::size_t extra = to_create.size() > 1 ? std::min(to_create.size(), kMaxThreads) - 1 : 0;
   try {
     helpers.reserve(extra);
     for (std::size_t t = 0; t < extra; ++t) helpers.emplace_back(work);
@@ -182,7 +221,7 @@ abi::CUstream GreenContext::stream(int priority) {
   if (pool.next == pool.streams.size()) {  // only while the pool is not yet full
     OwnedStream created(create_stream(priority));
     pool.streams.push_back(std::move(created));
-    g_live_streams.fetch_add(1);
+    ContextRecycler::instance().count_stream_created();
   }
   abi::CUstream handed_out = pool.streams[pool.next].get();
   pool.next = (pool.next + 1) % kStreamsPerPriority;

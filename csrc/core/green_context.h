@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,19 +23,13 @@ struct WorkqueueConfig {
   std::optional<unsigned> concurrency_limit;  // nullopt: the device's default
 };
 
-// Counts of what the core holds right now, for leak checks.
-struct LiveCounts {
-  std::size_t contexts = 0;           // green contexts in use by users
-  std::size_t internal_contexts = 0;  // in use by emulated splits
-  std::size_t streams = 0;            // streams of the contexts in use
-  std::size_t idle_contexts = 0;      // kept for reuse (ContextRecycler)
-  std::size_t idle_streams = 0;       // streams of the idle contexts
-};
+// Counts of what the core holds right now, for leak checks: one consistent snapshot (a
+// context moving to or from the idle set is counted once, never twice or not at all).
 LiveCounts live_counts();
 
 class GreenContext {
  public:
-  enum class Kind { kUser, kInternal };
+  using Kind = ContextKind;
 
   // Makes a green context on `device` from `sm` (the whole device when null) and, when given,
   // a workqueue configuration (driver 13.1+).
@@ -44,9 +37,12 @@ class GreenContext {
                                               const std::optional<WorkqueueConfig>& workqueue,
                                               Kind kind = Kind::kUser);
 
-  // One context per partition, all on `device`, created concurrently (the driver lets
-  // several threads create contexts at once, and creation is mostly waiting on the driver).
-  // Either every context is made or none is kept, and the first error is rethrown.
+  // One context per partition, all on `device`. Idle contexts that fit are taken on the
+  // calling thread first; the contexts still to be made are created concurrently (the driver
+  // lets several threads create contexts at once, and creation is mostly waiting on the
+  // driver), with no helper thread for a single one. Either every context is made or none is
+  // kept, and the first error in partition order is rethrown; a partition that cannot be used
+  // at all (another device's, or a feature the driver lacks) fails before anything is created.
   static std::vector<std::shared_ptr<GreenContext>> create_all(
       int device, const std::vector<const SmPartition*>& partitions,
       const std::optional<WorkqueueConfig>& workqueue);
@@ -83,8 +79,15 @@ class GreenContext {
   static unsigned max_workqueue_concurrency(int device);
 
  private:
+  struct Prepared;
+  static Prepared prepare(int device, const SmPartition* sm,
+                          const std::optional<WorkqueueConfig>& workqueue, Kind kind);
+  static std::shared_ptr<GreenContext> adopt(const Prepared& prepared,
+                                             std::unique_ptr<ContextHandles> handles, bool taken);
+  // Counts the context as in use unless `counted` (taken from the recycler, which counted it).
   GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
-               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive) noexcept;
+               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive,
+               bool counted) noexcept;
   abi::CUstream create_stream(int priority);
 
   int device_;

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "sm_partition.h"

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
+#include "core/warnings.h"
 
 using namespace tgc;
 
@@ -46,4 +49,24 @@ TEST(Errors, ValueAndTypeErrorsAreInvalidArgument) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "wrong type");
   }
+}
+
+TEST(Warnings, GoToTheHandlerOrElseToStandardError) {
+  std::vector<std::string> seen;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { seen.push_back(m); });
+  ::testing::internal::CaptureStderr();
+  warn("first");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(seen, std::vector<std::string>{"first"});
+  // A handler that throws: the warning is not lost and nothing escapes warn().
+  set_warning_handler([](const std::string&) { throw std::runtime_error("handler failed"); });
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(warn("second"));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "torch_green_contexts warning: second\n");
+  // An empty handler restores the default.
+  set_warning_handler(nullptr);
+  ::testing::internal::CaptureStderr();
+  warn("third");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "torch_green_contexts warning: third\n");
+  set_warning_handler(previous);
 }

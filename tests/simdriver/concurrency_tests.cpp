@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -117,6 +118,59 @@ TEST(Concurrency, RecyclerLimitChangesWhileThreadsDropContexts) {
   for (std::thread& thread : threads) thread.join();
   stop = true;
   tuner.join();
+  ContextRecycler::instance().set_limit(0);
+  expect_nothing_left();
+}
+
+TEST(Concurrency, LiveCountsAreOneSnapshotWhileContextsMoveToAndFromIdle) {
+  constexpr int kThreads = 8, kRounds = 200;
+  ContextRecycler::instance().set_limit(2 * kThreads);
+  // Each thread its own partition (its own recycle key): the context it drops is the one it
+  // gets back, so in use + idle stays kThreads (and their streams kThreads) throughout.
+  std::vector<SmPartition> parts;
+  std::vector<std::shared_ptr<GreenContext>> contexts;
+  std::vector<cu::CUstream> streams;
+  for (int t = 0; t < kThreads; ++t) {
+    parts.push_back(partition_with_at_least(0, 8u * (t + 1)));
+    contexts.push_back(GreenContext::create(0, &parts.back(), std::nullopt));
+    streams.push_back(contexts.back()->stream(0));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, inconsistent{0}, errors{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      LiveCounts live = live_counts();
+      if (live.contexts + live.idle_contexts != kThreads || live.streams + live.idle_streams != kThreads ||
+          live.internal_contexts != 0) {
+        ++inconsistent;
+      }
+      ++reads;
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &parts, &contexts, &streams, &errors] {
+      const std::size_t i = static_cast<std::size_t>(t);
+      std::shared_ptr<GreenContext>& ctx = contexts[i];
+      const cu::CUgreenCtx handle = ctx->handle();
+      for (int r = 0; r < kRounds; ++r) {
+        ctx.reset();
+        ctx = GreenContext::create(0, &parts[i], std::nullopt);
+        // The same context, its stream pool handing out its first stream again.
+        if (ctx->handle() != handle || ctx->stream(0) != streams[i]) ++errors;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  while (reads.load() < 100) std::this_thread::yield();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(errors.load(), 0) << "a context came back other than the one dropped";
+  EXPECT_EQ(inconsistent.load(), 0) << "of " << reads.load() << " reads";
+  LiveCounts live = live_counts();
+  EXPECT_EQ(live.contexts, static_cast<std::size_t>(kThreads));
+  EXPECT_EQ(live.streams, static_cast<std::size_t>(kThreads));
+  contexts.clear();
   ContextRecycler::instance().set_limit(0);
   expect_nothing_left();
 }

@@ -786,6 +786,18 @@ CUresult sim_cuGreenCtxStreamCreate(CUstream* out, CUgreenCtx green, unsigned fl
   return new_stream(g, flags, priority, out);
 }
 
+// Whether TGC_SIM_HIDE (comma-separated) names `symbol`.
+bool hidden(const char* symbol) {
+  const char* list = std::getenv("TGC_SIM_HIDE");
+  if (list == nullptr) return false;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == symbol) return true;
+  }
+  return false;
+}
+
 struct Entry {
   const char* name;
   int since;
@@ -878,7 +890,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, std::ui
   *fn = nullptr;
   for (const Entry& e : entries()) {
     if (std::strcmp(e.name, symbol) != 0) continue;
-    if (driver < e.since) break;
+    if (driver < e.since || hidden(symbol)) break;
     if (version < e.since) {
       if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
       return CUDA_ERROR_NOT_FOUND;

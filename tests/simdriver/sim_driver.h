@@ -11,6 +11,8 @@
 //   TGC_SIM_LOCALITY_DOMAINS locality domains, GPCs dealt round-robin (default 2; 13.4)
 //   TGC_SIM_FAIL_INIT        a CUresult cuInit returns (e.g. 100, no device)
 //   TGC_SIM_WQ_LIMIT         the device's default workqueue concurrency limit (default 128)
+//   TGC_SIM_HIDE             comma-separated entry points cuGetProcAddress does not find,
+//                            whatever the version (a driver that lacks what it claims)
 #pragma once
 
 #ifdef __cplusplus

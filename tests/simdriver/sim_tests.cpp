@@ -1,17 +1,26 @@
 // The core against the simulated driver, once per driver version (ctest runs this binary
 // with TGC_SIM_DRIVER_VERSION set to each of 12040, 12050, 13000, 13010, 13040).
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "bench/driver_baseline.h"
 
 #include "core/context_recycler.h"
 #include "core/device.h"
@@ -28,6 +37,44 @@
 using namespace tgc;
 using tgc::testing::group;
 namespace cu = tgc::abi;
+
+// Threads started in this process, counted by wrapping pthread_create (std::thread's way in);
+// when g_threads_allowed is not negative, only that many more start (then EAGAIN).
+std::atomic<int> g_threads_started{0};
+std::atomic<int> g_threads_allowed{-1};
+
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                              void* arg) noexcept {
+  using Fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_create"));
+  int allowed = g_threads_allowed.load();
+  while (allowed >= 0) {
+    if (allowed == 0) return EAGAIN;
+    if (g_threads_allowed.compare_exchange_weak(allowed, allowed - 1)) break;
+  }
+  g_threads_started.fetch_add(1);
+  return real(thread, attr, start, arg);
+}
+
+// A forked child ends with _Exit (no exit handlers); in a coverage build it writes its line
+// counts first.
+#ifdef TGC_COVERAGE_BUILD
+extern "C" void __gcov_dump(void);
+#endif
+
+[[noreturn]] void child_exit(int code) {
+#ifdef TGC_COVERAGE_BUILD
+  __gcov_dump();
+#endif
+  std::_Exit(code);
+}
+
+namespace tgc {
+// Holds the recycler's lock, as a thread inside the recycler does, for the fork test.
+struct ContextRecyclerTestAccess {
+  static std::mutex& mutex() { return ContextRecycler::instance().mutex_; }
+};
+}  // namespace tgc
 
 namespace {
 
@@ -176,7 +223,9 @@ TEST_F(Contexts, CreateStreamsAndDestroy) {
   EXPECT_NE(a, b);
   EXPECT_EQ(ctx->stream_count(), 2u);
   EXPECT_EQ(sim().live("stream"), 2);
-  if (version() < 12050) EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), 2);
+  if (version() < 12050) {
+    EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), 2);
+  }
   SmPartition own = GreenContext::sm_partition(ctx);
   EXPECT_TRUE(own.splittable());
   EXPECT_EQ(own.sm_count(), 16u);
@@ -204,9 +253,12 @@ TEST_F(Contexts, PushPopAndProbe) {
   auto part = partition_with_at_least(0, 16);
   auto small = GreenContext::create(0, &part, std::nullopt);
   EXPECT_THROW(small->pop_current(), std::runtime_error);
+  EXPECT_EQ(current_context(), nullptr);
   small->push_current();
+  EXPECT_EQ(current_context(), small->context());
   EXPECT_THROW(ctx->pop_current(), std::runtime_error);
   small->pop_current();
+  EXPECT_EQ(current_context(), nullptr);
   cu::CUstream stream = small->stream(0);
   std::vector<unsigned> ids(64, 999);
   launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 128, 0);
@@ -410,7 +462,7 @@ TEST_F(Contexts, AForkedChildGetsAClearErrorAndCleansUpNothing) {
       code = std::string(e.what()).find("'spawn'") != std::string::npos ? 0 : 2;
     }
     ctx.reset();  // the inherited context: no driver call, no crash
-    std::_Exit(code);
+    child_exit(code);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -418,6 +470,134 @@ TEST_F(Contexts, AForkedChildGetsAClearErrorAndCleansUpNothing) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_NO_THROW(driver());  // the parent is unaffected
   ctx.reset();
+}
+
+TEST_F(Contexts, AForkWhileAnotherThreadHoldsTheRecyclerLockDoesNotHangTheChild) {
+  ContextRecycler::instance().set_limit(2);
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  std::atomic<bool> held{false};
+  std::thread holder([&held] {
+    std::lock_guard<std::mutex> lock(ContextRecyclerTestAccess::mutex());
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  while (!held.load()) std::this_thread::yield();
+  pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    int code = 0;
+    LiveCounts live = live_counts();  // takes the recycler's lock
+    if (live.contexts != 1) code = 3;
+    try {
+      GreenContext::create(0, &part, std::nullopt);
+      code = 4;
+    } catch (const std::runtime_error& e) {
+      if (std::string(e.what()).find("'spawn'") == std::string::npos) code = 5;
+    }
+    ctx.reset();  // the inherited context: no driver call, uncounted, not kept
+    live = live_counts();
+    if (live.contexts != 0 || live.idle_contexts != 0) code = 6;
+    child_exit(code);
+  }
+  holder.join();
+  int status = 0;
+  pid_t done = 0;
+  for (int waited_ms = 0; done == 0 && waited_ms < 10000; waited_ms += 10) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child hung (killed after 10 s)";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(live_counts().contexts, 1u) << "the parent is unaffected";
+  ctx.reset();
+  EXPECT_EQ(live_counts().idle_contexts, 1u);
+}
+
+TEST_F(Contexts, ADroppedContextWaitsForItsStreamsOnce) {
+  SmPartition part = partition_with_at_least(0, 8);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  ctx->stream(-1);
+  int waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();  // not kept (limit 0): waited for once, then destroyed
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 2);
+  EXPECT_EQ(sim().live("stream"), 0);
+
+  // Kept, then evicted: the wait when it was kept is the only one.
+  ContextRecycler::instance().set_limit(1);
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  for (int i = 0; i < 3; ++i) ctx->stream(0);
+  waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 3);
+  ContextRecycler::instance().set_limit(0);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 3);
+  EXPECT_EQ(sim().live("stream"), 0);
+
+  // Taken from the recycler and used again: waited for again when dropped.
+  ContextRecycler::instance().set_limit(1);
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  ctx.reset();
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ContextRecycler::instance().set_limit(0);
+  waits = sim().calls("cuStreamSynchronize");
+  ctx.reset();
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 1);
+
+  // A wait that failed is made again before the stream is destroyed.
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  ctx = GreenContext::create(0, &part, std::nullopt);
+  ctx->stream(0);
+  waits = sim().calls("cuStreamSynchronize");
+  sim().fail_next("cuStreamSynchronize", 999, 0);
+  ctx.reset();
+  set_warning_handler(previous);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize") - waits, 2);
+  EXPECT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(sim().live("stream"), 0);
+}
+
+TEST_F(Contexts, OwnedStreamsMoveAndAreDestroyedOnce) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  auto make = [&ctx] {
+    cu::CUstream stream = nullptr;
+    ctx->push_current();
+    EXPECT_EQ(driver().cuStreamCreateWithPriority(&stream, cu::CU_STREAM_NON_BLOCKING, 0), cu::CUDA_SUCCESS);
+    ctx->pop_current();
+    return stream;
+  };
+  const int before = sim().live("stream");
+  OwnedStream a(make()), b(make());
+  const cu::CUstream second = b.get();
+  EXPECT_EQ(sim().live("stream"), before + 2);
+  int waits = sim().calls("cuStreamSynchronize");
+  a = std::move(b);  // a's own stream is waited for and destroyed
+  EXPECT_EQ(a.get(), second);
+  EXPECT_EQ(b.get(), nullptr);
+  EXPECT_EQ(sim().live("stream"), before + 1);
+  EXPECT_EQ(sim().calls("cuStreamSynchronize"), waits + 1);
+  OwnedStream& same = a;
+  a = std::move(same);  // moving onto itself keeps the stream
+  EXPECT_EQ(a.get(), second);
+  OwnedStream c(std::move(a));
+  EXPECT_EQ(c.get(), second);
+  EXPECT_EQ(a.get(), nullptr);
+  waits = sim().calls("cuStreamSynchronize");
+  c.destroy(false);  // its work known to be done: no wait
+  EXPECT_EQ(sim().calls("cuStreamSynchronize"), waits);
+  EXPECT_EQ(c.get(), nullptr);
+  EXPECT_EQ(sim().live("stream"), before);
+  const int destroys = sim().calls("cuStreamDestroy");
+  c.destroy();  // nothing left to destroy
+  EXPECT_EQ(sim().calls("cuStreamDestroy"), destroys);
 }
 
 TEST_F(Contexts, DroppedContextsAreReusedWithTheirStreams) {
@@ -551,6 +731,133 @@ TEST_F(EmulatedSplit, CreateAllKeepsNothingWhenOneCreationFails) {
   EXPECT_EQ(sim().misuse(), 0);
 }
 
+TEST_F(EmulatedSplit, CreateAllTakesIdleContextsFirstAndStartsThreadsOnlyForCreations) {
+  ContextRecycler::instance().set_limit(16);
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult eights = split(whole, std::vector<GroupRequest>(6, group(8)));
+  SplitResult others = split(whole, {group(16), group(24), group(32)});
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : eights.groups) parts.push_back(&g);
+  auto with = [&](std::vector<const SmPartition*> list, std::size_t extra) {
+    for (std::size_t i = 0; i < extra; ++i) list.push_back(&others.groups[i]);
+    return list;
+  };
+  struct Delta {
+    int creates, threads;
+  };
+  auto create_all = [&](const std::vector<const SmPartition*>& list,
+                        std::vector<std::shared_ptr<GreenContext>>* out) {
+    const int creates = sim().calls("cuGreenCtxCreate"), threads = g_threads_started.load();
+    *out = GreenContext::create_all(0, list, std::nullopt);
+    EXPECT_EQ(out->size(), list.size());
+    for (std::size_t i = 0; i < out->size(); ++i) EXPECT_EQ((*out)[i]->sm_count(), list[i]->sm_count()) << i;
+    return Delta{sim().calls("cuGreenCtxCreate") - creates, g_threads_started.load() - threads};
+  };
+  std::vector<std::shared_ptr<GreenContext>> made;
+
+  // Six creations: this thread and five helpers.
+  Delta d = create_all(parts, &made);
+  EXPECT_EQ(d.creates, 6);
+  EXPECT_EQ(d.threads, 5);
+  std::set<cu::CUgreenCtx> first;
+  for (const auto& ctx : made) first.insert(ctx->handle());
+  made.clear();
+  EXPECT_EQ(live_counts().idle_contexts, 6u);
+
+  // All six idle: taken on this thread, no creation, no thread.
+  d = create_all(parts, &made);
+  EXPECT_EQ(d.creates, 0);
+  EXPECT_EQ(d.threads, 0);
+  std::set<cu::CUgreenCtx> again;
+  for (const auto& ctx : made) again.insert(ctx->handle());
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+  EXPECT_EQ(live_counts().contexts, 6u);
+  made.clear();
+
+  // Six idle and one to make: the creation runs on this thread.
+  d = create_all(with(parts, 1), &made);
+  EXPECT_EQ(d.creates, 1);
+  EXPECT_EQ(d.threads, 0);
+  made.clear();
+
+  // Seven idle and two to make: one helper.
+  d = create_all(with(parts, 3), &made);
+  EXPECT_EQ(d.creates, 2);
+  EXPECT_EQ(d.threads, 1);
+  made.clear();
+  EXPECT_EQ(live_counts().idle_contexts, 9u);
+  EXPECT_EQ(live_counts().contexts, 0u);
+}
+
+TEST_F(EmulatedSplit, CreateAllMakesEveryContextWithFewerThreadsThanItAsksFor) {
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(6, group(8)));
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  for (int allowed : {0, 2}) {
+    const int threads = g_threads_started.load(), creates = sim().calls("cuGreenCtxCreate");
+    g_threads_allowed = allowed;  // the rest of the five helpers cannot be started
+    std::vector<std::shared_ptr<GreenContext>> made;
+    try {
+      made = GreenContext::create_all(0, parts, std::nullopt);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    g_threads_allowed = -1;
+    EXPECT_EQ(g_threads_started.load() - threads, allowed);
+    EXPECT_EQ(sim().calls("cuGreenCtxCreate") - creates, 6);
+    ASSERT_EQ(made.size(), 6u);
+    std::set<int> seen;
+    for (const auto& ctx : made) {
+      ASSERT_NE(ctx, nullptr);
+      for (int sm : sms_of(*ctx)) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+    }
+    EXPECT_EQ(seen.size(), 48u);
+  }
+}
+
+TEST_F(EmulatedSplit, CreateAllWithIdleContextsStillKeepsNothingOnAFailure) {
+  ContextRecycler::instance().set_limit(16);
+  SmPartition whole = SmPartition::from_device(0);
+  SplitResult result = split(whole, std::vector<GroupRequest>(5, group(8)));
+  std::vector<const SmPartition*> parts;
+  for (const SmPartition& g : result.groups) parts.push_back(&g);
+  {
+    std::vector<const SmPartition*> first_three(parts.begin(), parts.begin() + 3);
+    auto made = GreenContext::create_all(0, first_three, std::nullopt);
+  }
+  ASSERT_EQ(live_counts().idle_contexts, 3u);
+  sim().fail_next("cuGreenCtxCreate", 2 /* CUDA_ERROR_OUT_OF_MEMORY */, 0);
+  try {
+    GreenContext::create_all(0, parts, std::nullopt);
+    FAIL() << "no error";
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuGreenCtxCreate");
+  }
+  // The three taken back and the one made are idle again; nothing is in use.
+  LiveCounts live = live_counts();
+  EXPECT_EQ(live.contexts, 0u);
+  EXPECT_EQ(live.idle_contexts, 4u);
+  EXPECT_EQ(sim().live("green_ctx"), 4);
+  // A partition of another device fails the call on this thread, before any creation; the
+  // idle contexts taken before it go back.
+  const int creates = sim().calls("cuGreenCtxCreate"), threads = g_threads_started.load();
+  SmPartition elsewhere(1, whole.resource(), SmPartition::Origin::kDevice, 8, nullptr);
+  std::vector<const SmPartition*> mixed = parts;
+  mixed.insert(mixed.begin() + 4, &elsewhere);  // after partitions whose contexts are idle
+  try {
+    GreenContext::create_all(0, mixed, std::nullopt);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to device 1, not device 0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
+  EXPECT_EQ(g_threads_started.load(), threads);
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 4u);
+}
+
 TEST_F(EmulatedSplit, InternalContextsLiveAsLongAsTheirPartitions) {
   SmPartition whole = SmPartition::from_device(0);
   auto result = std::make_unique<SplitResult>(split(whole, {group(16), group(24), group(32)}, SplitPath::kEmulated));
@@ -583,6 +890,76 @@ TEST_F(EmulatedSplit, CountsTheHardwareCannotGiveAreValueErrors) {
   EXPECT_THROW(split(whole, {group(0, 0, true), group(8)}, SplitPath::kEmulated), ValueError);
   EXPECT_THROW(split(whole, {}, SplitPath::kEmulated), ValueError);
   EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
+TEST_F(EmulatedSplit, ErrorsSayWhatIsLeftAndWhatTheLayoutCanGive) {
+  SmPartition whole = SmPartition::from_device(0);
+  auto message = [&](const std::vector<GroupRequest>& requests) {
+    try {
+      split(whole, requests, SplitPath::kEmulated);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // 128 SMs in 8-SM groups do not fit the GPCs (15 such groups, 120 SMs); the whole device does.
+  std::string m = message({group(128)});
+  EXPECT_NE(m.find("num_sms=128 cannot be given from the 132 SMs left; nearest counts it can give: 120, 132"),
+            std::string::npos) << m;
+  // The first group takes every SM (in units of 2): none for the second.
+  m = message({group(132, 2), group(0)});
+  EXPECT_NE(m.find("no SMs are left for group 1 (132 SMs were split)"), std::string::npos) << m;
+  // Discovery leaves room for the groups after it...
+  m = message({group(0), group(128)});
+  EXPECT_NE(m.find("group 0: discovery (num_sms=0) found no group of at least 8 SMs in the 132 SMs left "
+                   "after reserving 128 for the groups after it"),
+            std::string::npos) << m;
+  {
+    SplitResult found = split(whole, {group(0), group(8, 2)}, SplitPath::kEmulated);
+    auto contexts = contexts_of(found, {120, 8});
+    ASSERT_TRUE(found.remainder.has_value());
+    EXPECT_EQ(found.remainder->sm_count(), 4u);
+  }
+  // It reserves counts, not places: after 112 SMs in 8-SM groups, the 20 left hold no
+  // 16-SM group.
+  m = message({group(0), group(16)});
+  EXPECT_NE(m.find("group 1: num_sms=16 cannot be given from the 20 SMs left; nearest counts it can give: 8, 20"),
+            std::string::npos) << m;
+  // ...and finds nothing where the SMs left are scattered: after 120 SMs in 8-SM groups, the 12
+  // left are 2 in each of six GPCs.
+  m = message({group(0), group(0)});
+  EXPECT_NE(m.find("group 1: discovery (num_sms=0) found no group of at least 8 SMs in the 12 SMs left"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("reserving"), std::string::npos) << m;
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
+TEST_F(EmulatedSplit, GroupsThatFitAndSplitsShareOneCheckedCall) {
+  SmPartition whole = SmPartition::from_device(0);
+  // 8-SM groups of the GPCs (18 x 6, 16, 8): 2 x 6 + 2 + 1; 16-SM groups pair them up.
+  EXPECT_EQ(groups_that_fit(whole, 8), 15u);
+  EXPECT_EQ(groups_that_fit(whole, 16), 7u);
+  EXPECT_EQ(groups_that_fit(whole, 200), 0u);
+  // A split output, which the driver refuses (CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION):
+  // nothing fits, for the count and for the split alike.
+  SplitResult first = split(whole, {group(16)}, SplitPath::kEmulated);
+  ASSERT_TRUE(first.remainder.has_value());
+  EXPECT_EQ(groups_that_fit(*first.remainder, 8), 0u);
+  EXPECT_EQ(groups_that_fit(first.groups[0], 8), 0u);
+  // Any other refusal is a DriverError naming the call, from either caller.
+  for (int caller = 0; caller < 3; ++caller) {
+    sim().fail_next("cuDevSmResourceSplitByCount", 999, 0);
+    try {
+      if (caller == 0) groups_that_fit(whole, 8);
+      if (caller == 1) partition_with_at_least(0, 8);
+      if (caller == 2) split(whole, {group(16)}, SplitPath::kEmulated);
+      ADD_FAILURE() << "caller " << caller << " did not fail";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), "cuDevSmResourceSplitByCount") << caller;
+      EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_UNKNOWN"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(groups_that_fit(whole, 8), 15u) << "usable again afterwards";
 }
 
 TEST_F(Faults, FailedCreationNamesTheCallAndLeavesNothing) {
@@ -641,6 +1018,54 @@ TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("cuStreamSynchronize"), std::string::npos);
   EXPECT_EQ(sim().live("stream"), 0) << "the stream is destroyed all the same";
+}
+
+TEST_F(Faults, BenchmarkBaselinesDestroyWhatTheyMadeWhenALaterCallFails) {
+  bench::Timing ok = bench::raw_create(0, 16);
+  EXPECT_GT(ok.create_ns, 0);
+  ok = bench::raw_split_create(0, 16, true);
+  EXPECT_GE(ok.create_ns, ok.split_ns);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+  struct Case {
+    const char* call;
+    int skip;
+    bool split, concurrently;
+  };
+  for (const Case& c : {Case{"cuCtxFromGreenCtx", 0, false, false},
+                        Case{"cuGreenCtxGetDevResource", 0, false, false},
+                        Case{"cuGreenCtxCreate", 1, true, false},          // the second of two
+                        Case{"cuGreenCtxGetDevResource", 1, true, false},
+                        Case{"cuGreenCtxCreate", 0, true, true},           // one of the two threads
+                        Case{"cuGreenCtxGetDevResource", 1, true, true},
+                        Case{"cuCtxFromGreenCtx", 0, true, true}}) {
+    SCOPED_TRACE(std::string(c.call) + (c.split ? " in raw_split_create" : " in raw_create") +
+                 (c.concurrently ? ", concurrently" : ""));
+    sim().fail_next(c.call, 999, c.skip);
+    try {
+      if (c.split) {
+        bench::raw_split_create(0, 16, c.concurrently);
+      } else {
+        bench::raw_create(0, 16);
+      }
+      ADD_FAILURE() << "no error";
+    } catch (const DriverError& e) {
+      EXPECT_EQ(e.call(), c.call);
+    }
+    sim().clear_failures();
+    EXPECT_EQ(sim().live("green_ctx"), 0);
+  }
+  // The first of two destroys refused: the second context is destroyed all the same.
+  sim().fail_next("cuGreenCtxDestroy", 999, 0);
+  EXPECT_THROW(bench::raw_split_create(0, 16, false), DriverError);
+  EXPECT_EQ(sim().live("green_ctx"), 1) << "only the context whose destroy was refused";
+  leaked_by_failed_destroys_.green_ctx += 1;
+  EXPECT_EQ(sim().misuse(), 0);
+  if (version() >= 12050) {
+    auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+    const int streams = sim().live("stream");
+    bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0);
+    EXPECT_EQ(sim().live("stream"), streams);
+  }
 }
 
 TEST_F(Faults, ProbeLoadFailureIsReported) {
@@ -751,8 +1176,9 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       driver().cuCtxGetCurrent(&current);
       // A pop the driver refuses, or cannot check, leaves the context where it is
       // (pop_context can be retried).
-      if (!(failed && (name == "cuCtxPopCurrent" || name == "cuCtxGetCurrent")))
+      if (!(failed && (name == "cuCtxPopCurrent" || name == "cuCtxGetCurrent"))) {
         EXPECT_EQ(current, nullptr) << "a context was left current";
+      }
       while (current != nullptr) {  // tidy up after a failed pop
         cu::CUcontext popped = nullptr;
         driver().cuCtxPopCurrent(&popped);
@@ -1117,4 +1543,47 @@ TEST_F(Faults, FailedEventDestructionWarnsAndNeverThrows) {
   EXPECT_EQ(live_fence_events(), 0u);
   EXPECT_EQ(sim().live("event"), events_at_start_ + 1) << "the other event is destroyed all the same";
   leaked_by_failed_destroys_.events += 1;  // the driver refused: the event stays
+}
+
+// Run alone, with TGC_SIM_HIDE naming entry points (ctest's sim_driver_missing_entry_points).
+TEST(MissingEntryPoints, ADriverLackingWhatItsVersionClaimsIsNamedAndWorkedAround) {
+  if (std::getenv("TGC_SIM_HIDE") == nullptr) GTEST_SKIP() << "needs TGC_SIM_HIDE";
+  ASSERT_GE(version(), 13010);
+  ContextRecycler::instance().set_limit(0);
+  EXPECT_EQ(driver().cuDevSmResourceSplit, nullptr);
+  EXPECT_EQ(native_split_available_path(), SplitPath::kEmulated) << "auto takes the path that works";
+  SmPartition whole = SmPartition::from_device(0);
+  try {
+    split(whole, {group(16)}, SplitPath::kNative);
+    FAIL() << "no error";
+  } catch (const FeatureUnavailableError& e) {
+    FAIL() << "the version is high enough: " << e.what();
+  } catch (const std::runtime_error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("SMPartition.split (cuDevSmResourceSplit) needs a driver entry point that"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not provide, although it reports version 13.1 or newer"), std::string::npos) << m;
+  }
+  EXPECT_EQ(split(whole, {group(16)}).groups.at(0).sm_count(), 16u);
+  // No cuGreenCtxStreamCreate: streams are made with the context current, as on driver 12.4.
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  const int created = sim().calls("cuStreamCreateWithPriority");
+  EXPECT_NE(ctx->stream(0), nullptr);
+  EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), created + 1);
+  EXPECT_THROW(bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0), std::runtime_error);
+  ctx.reset();
+  EXPECT_EQ(sim().live("stream"), 0);
+  EXPECT_EQ(sim().live("green_ctx"), 0);
+}
+
+// Run alone, with TGC_TEST_EXPECTED_IDLE_LIMIT and TORCH_GREEN_CONTEXTS_IDLE_LIMIT set
+// (ctest's idle_limit_*).
+TEST(IdleLimit, ReadFromTheEnvironmentWhenTheRecyclerIsMade) {
+  const char* expected = std::getenv("TGC_TEST_EXPECTED_IDLE_LIMIT");
+  if (expected == nullptr) GTEST_SKIP() << "needs TGC_TEST_EXPECTED_IDLE_LIMIT";
+  const std::size_t limit = std::strtoul(expected, nullptr, 10);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit);
+  ::setenv(idle_limit_env(), "3", 1);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit) << "read once";
+  ContextRecycler::instance().set_limit(limit + 1);
+  EXPECT_EQ(ContextRecycler::instance().limit(), limit + 1);
 }

@@ -1,0 +1,222 @@
+// The emulated split path (driver 12.4 to 13.0): cuDevSmResourceSplitByCount, group by group
+// (equal consecutive groups in one call), re-splitting each remainder through an internal
+// green context because the driver refuses to split raw split outputs.
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "driver_api.h"
+#include "errors.h"
+#include "green_context.h"
+#include "split_internal.h"
+
+namespace tgc::split_detail {
+
+namespace {
+
+bool gives_exactly(const abi::CUdevResource& input, unsigned flags, unsigned count) {
+  ByCount attempt = split_by_count(input, 1, flags, count);
+  return attempt.groups == 1 && attempt.results[0].sm.smCount == count;
+}
+
+std::string coscheduling_phrase(unsigned flags, unsigned alignment) {
+  return (flags & abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING)
+             ? std::string("in units of 2 (SM co-scheduling ignored)")
+             : "in units of " + std::to_string(alignment) + " (the device's co-scheduling alignment)";
+}
+
+// "nearest counts it can give: 112, 120" for a count the driver cannot give exactly.
+std::string nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
+                           unsigned count) {
+  if (granularity == 0) granularity = 2;
+  unsigned available = input.sm.smCount;
+  std::optional<unsigned> lower, upper;
+  for (unsigned c = (count - 1) / granularity * granularity; c >= granularity; c -= granularity) {
+    if (gives_exactly(input, flags, c)) {
+      lower = c;
+      break;
+    }
+  }
+  for (unsigned c = (count / granularity + 1) * granularity; c < available; c += granularity) {
+    if (gives_exactly(input, flags, c)) {
+      upper = c;
+      break;
+    }
+  }
+  if (!upper && available > count) upper = available;  // the whole rest, as the last group
+  std::string text;
+  if (lower) text += std::to_string(*lower);
+  if (upper) text += (text.empty() ? "" : ", ") + std::to_string(*upper);
+  return text.empty() ? std::string("none") : text;
+}
+
+class EmulatedSplit {
+ public:
+  EmulatedSplit(const SmPartition& input, const std::vector<GroupRequest>& requests)
+      : input_(input), requests_(requests), alignment_(input.coscheduled_sm_count()),
+        version_(driver().version()), current_(input.resource()), keep_(input.keep_alive()) {}
+
+  SplitResult run() {
+    for (const GroupRequest& r : requests_) {
+      if (r.locality_domain_id) {
+        driver().require_version("locality domains", feature_version::kLocalityDomains);
+      }
+    }
+    std::size_t i = 0;
+    while (i < requests_.size()) {
+      if (!current_has_sms_) {
+        throw ValueError("no SMs are left for " + group_label(i) + " (" +
+                         std::to_string(input_.sm_count()) + " SMs were split)");
+      }
+      i = take(i);
+      if (i < requests_.size() && current_has_sms_ && !takes_the_rest(i)) make_remainder_splittable();
+    }
+    if (current_has_sms_) {
+      out_.remainder.emplace(input_.device(), current_, SmPartition::Origin::kSplitRemainder, 2u,
+                             keep_);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Serves requests_[i] (and the equal requests right after it); returns the next index.
+  std::size_t take(std::size_t i) {
+    const GroupRequest& r = requests_[i];
+    const unsigned flags = emulated_split_flags(r, alignment_, version_);
+    const unsigned granularity = emulated_granularity(flags, alignment_);
+    const unsigned available = current_.sm.smCount;
+
+    if (takes_the_rest(i)) {
+      whole_current_as_group(granularity);
+      return i + 1;
+    }
+    if (r.sm_count == 0) return discover(i, flags, granularity);
+
+    if (r.sm_count > available) {
+      throw ValueError(group_label(i) + " asks for num_sms=" + std::to_string(r.sm_count) +
+                       " but only " + std::to_string(available) + " SMs are left");
+    }
+    if (r.sm_count % granularity != 0) {
+      throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
+                       " cannot be given exactly: on driver " + format_driver_version(version_) +
+                       " SMs split " + coscheduling_phrase(flags, alignment_) +
+                       "; nearest counts it can give: " +
+                       nearest_counts(current_, flags, granularity, r.sm_count));
+    }
+    std::size_t end = i + 1;
+    while (end < requests_.size() && requests_[end].sm_count == r.sm_count &&
+           !requests_[end].backfill &&
+           emulated_split_flags(requests_[end], alignment_, version_) == flags) {
+      ++end;
+    }
+    const unsigned wanted = static_cast<unsigned>(end - i);
+    ByCount made = split_by_count(current_, wanted, flags, r.sm_count);
+    if (made.groups < wanted) {
+      if (wanted > 1) {
+        throw ValueError("only " + std::to_string(made.groups) + " groups of " +
+                         std::to_string(r.sm_count) + " SMs fit in the " +
+                         std::to_string(available) + " SMs left (groups " + std::to_string(i) +
+                         ".." + std::to_string(end - 1) + " ask for " + std::to_string(wanted) +
+                         "); the GPU's layout limits how many aligned groups it holds");
+      }
+      throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
+                       " cannot be given from the " + std::to_string(available) +
+                       " SMs left; nearest counts it can give: " +
+                       nearest_counts(current_, flags, granularity, r.sm_count));
+    }
+    for (const abi::CUdevResource& group : made.results) {
+      if (group.sm.smCount != r.sm_count) {
+        throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
+                         " cannot be given exactly here (the driver rounds it to " +
+                         std::to_string(group.sm.smCount) + "); nearest counts it can give: " +
+                         nearest_counts(current_, flags, granularity, r.sm_count));
+      }
+    }
+    for (const abi::CUdevResource& group : made.results) add_group(group, granularity);
+    set_current(made.remainder);
+    return end;
+  }
+
+  // Discovery: the largest count at this group's granularity that still leaves room for the
+  // groups after it, tried from the top down until the driver gives it exactly.
+  std::size_t discover(std::size_t i, unsigned flags, unsigned granularity) {
+    const unsigned available = current_.sm.smCount;
+    unsigned reserved = 0;
+    for (std::size_t j = i + 1; j < requests_.size(); ++j) {
+      const GroupRequest& later = requests_[j];
+      unsigned later_granularity =
+          emulated_granularity(emulated_split_flags(later, alignment_, version_), alignment_);
+      reserved += later.sm_count != 0 ? later.sm_count : later_granularity;
+    }
+    for (unsigned count = available > reserved ? (available - reserved) / granularity * granularity : 0;
+         count >= granularity; count -= granularity) {
+      ByCount made = split_by_count(current_, 1, flags, count);
+      if (made.groups == 1 && made.results[0].sm.smCount == count) {
+        add_group(made.results[0], granularity);
+        set_current(made.remainder);
+        return i + 1;
+      }
+    }
+    throw ValueError(group_label(i) + ": discovery (num_sms=0) found no group of at least " +
+                     std::to_string(granularity) + " SMs in the " + std::to_string(available) +
+                     " SMs left" + (reserved ? " after reserving " + std::to_string(reserved) +
+                                                   " for the groups after it"
+                                             : std::string()));
+  }
+
+  // Whether requests_[i] is served by handing over everything left, which needs no split and
+  // so no internal context: the last group asking for exactly what is left, or a discovery
+  // group with backfill (only ever last).
+  bool takes_the_rest(std::size_t i) const {
+    const GroupRequest& r = requests_[i];
+    const bool last = i + 1 == requests_.size();
+    return (r.sm_count == 0 && r.backfill) || (last && r.sm_count == current_.sm.smCount);
+  }
+
+  void whole_current_as_group(unsigned granularity) {
+    add_group(current_, granularity);
+    current_ = zeroed_resource();
+    current_has_sms_ = false;
+  }
+
+  void add_group(const abi::CUdevResource& group, unsigned granularity) {
+    out_.groups.emplace_back(input_.device(), detached(group), SmPartition::Origin::kSplitGroup,
+                             granularity, keep_);
+  }
+
+  void set_current(const abi::CUdevResource& remainder) {
+    current_ = detached(remainder);
+    current_has_sms_ = has_sms(remainder);
+  }
+
+  // The driver refuses to split a split's output again; a green context made from it can be
+  // queried for a resource that it does split (documented for cuDevSmResourceSplitByCount).
+  void make_remainder_splittable() {
+    SmPartition remainder(input_.device(), current_, SmPartition::Origin::kSplitRemainder, 2u, keep_);
+    std::shared_ptr<GreenContext> internal = GreenContext::create(
+        input_.device(), &remainder, std::nullopt, GreenContext::Kind::kInternal);
+    SmPartition splittable = GreenContext::sm_partition(internal);
+    current_ = splittable.resource();
+    current_has_sms_ = has_sms(current_);
+    keep_ = splittable.keep_alive();
+  }
+
+  const SmPartition& input_;
+  const std::vector<GroupRequest>& requests_;
+  const unsigned alignment_;
+  const int version_;
+  abi::CUdevResource current_;  // what is left to split, always in a splittable form
+  bool current_has_sms_ = true;
+  std::shared_ptr<const void> keep_;  // keeps the internal context behind current_ alive
+  SplitResult out_;
+};
+
+}  // namespace
+
+SplitResult split_emulated(const SmPartition& input, const std::vector<GroupRequest>& requests) {
+  return EmulatedSplit(input, requests).run();
+}
+
+}  // namespace tgc::split_detail
