@@ -15,7 +15,7 @@ then measures request latency (p50, p99) and training steps/s, idle and together
 - the split of the size the sizing picked (disjoint by construction);
 - the split of a fixed size (``--fixed-sms``).
 
-    python examples/serving.py --deadline-us 1500 --out serving-results
+    python examples/serving.py --deadline-us 1000 --out serving-results
 
 Requests replay a CUDA graph of the forward pass, captured once per partition, as servers do
 for their decode steps (``--eager`` launches them op by op instead; Python's launch overhead
@@ -218,13 +218,13 @@ def table(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--deadline-us", type=float, default=1500.0,
-                        help="request p99 deadline under the training load, microseconds (default 1500)")
+    parser.add_argument("--deadline-us", type=float, default=1000.0,
+                        help="request p99 deadline under the training load, microseconds (default 1000)")
     parser.add_argument("--fixed-sms", type=int, default=32, help="the fixed-size split to compare (default 32)")
     parser.add_argument("--sms", type=int, help="skip the sizing sweep and use this many SMs for the sized split")
     parser.add_argument("--counts", help="comma-separated SM counts for the sweep (default: every exact count)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--samples", type=int, default=30, help="requests timed per variant and round")
+    parser.add_argument("--samples", type=int, default=50, help="requests timed per variant and round")
     parser.add_argument("--out", default="serving-results")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few counts and samples")

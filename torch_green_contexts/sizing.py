@@ -23,6 +23,7 @@ import json
 import math
 import operator
 import time
+import warnings
 from collections import deque
 from typing import Any, Callable, Iterable, Sequence
 
@@ -398,14 +399,33 @@ def graphed(fn: Callable[[], Any], stream: torch.cuda.Stream, *, warmup: int = 2
         for _ in range(warmup):
             fn()
     stream.synchronize()
+    previous = torch.cuda.current_stream(stream.device)
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph, stream=stream):
             fn()
     except Exception as error:
+        _recover_from_failed_capture(stream, previous)
         raise RuntimeError(f"fn could not be captured into a CUDA graph: {error}") from error
     replay: Callable[[], None] = graph.replay
     return replay
+
+
+def _recover_from_failed_capture(stream: torch.cuda.Stream, previous: torch.cuda.Stream) -> None:
+    """PyTorch leaves two things behind when a capture fails (torch.cuda.graph's exit raises
+    before it restores them): the capture stream stays current, and its CUDA random generator
+    stays marked as capturing, so that every later random op fails. Restore the stream, and
+    let an empty capture on the same stream end the generator's capture."""
+    torch.cuda.set_stream(previous)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "the CUDA graph is empty"
+            with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=stream):
+                pass
+    except Exception:  # noqa: BLE001 - best effort; the capture error is what the caller sees
+        pass
+    finally:
+        torch.cuda.set_stream(previous)
 
 
 def measure(

@@ -238,15 +238,10 @@ abi::CUstream GreenContext::create_stream(int priority) {
   }
   // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
   // CUcontext is current belongs to the green context (documented for 12.4).
-  api.check(api.cuCtxPushCurrent(handles_->context), "cuCtxPushCurrent");
-  abi::CUresult created = api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
-  abi::CUcontext popped = nullptr;
-  abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
-  api.check(created, "cuStreamCreateWithPriority");
-  if (pop_result != abi::CUDA_SUCCESS) {
-    warn_if_cleanup_failed(api.cuStreamDestroy(stream), "cuStreamDestroy");
-    api.check(pop_result, "cuCtxPopCurrent");
-  }
+  make_while_current(
+      "cuStreamCreateWithPriority",
+      [&] { return api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority); },
+      [&] { warn_if_cleanup_failed(api.cuStreamDestroy(stream), "cuStreamDestroy"); });
   return stream;
 }
 

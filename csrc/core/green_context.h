@@ -14,6 +14,7 @@
 
 #include "context_recycler.h"
 #include "cuda_abi.h"
+#include "driver_api.h"
 #include "sm_partition.h"
 
 namespace tgc {
@@ -74,6 +75,24 @@ class GreenContext {
   // that this context is the one on top.
   void push_current() const;
   void pop_current() const;
+
+  // Makes a handle that belongs to this context: `make()` (a driver call returning CUresult,
+  // named `call` in errors) runs with this context pushed current, which is then popped. The
+  // pop is always attempted; if it fails, `release()` frees what `make` made and the pop's
+  // error is thrown.
+  template <typename Make, typename Release>
+  void make_while_current(const char* call, Make make, Release release) const {
+    const DriverApi& api = driver();
+    api.check(api.cuCtxPushCurrent(context()), "cuCtxPushCurrent");
+    abi::CUresult made = make();
+    abi::CUcontext popped = nullptr;
+    abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
+    api.check(made, call);
+    if (pop_result != abi::CUDA_SUCCESS) {
+      release();
+      api.check(pop_result, "cuCtxPopCurrent");
+    }
+  }
 
   // The device's default workqueue concurrency limit (13.1+).
   static unsigned max_workqueue_concurrency(int device);

@@ -26,20 +26,13 @@ namespace {
 
 std::atomic<std::size_t> g_live_fence_events{0};
 
-// An event of `context`, made while the context is current (the pop is always attempted and
-// checked, as around cuStreamCreateWithPriority in green_context.cpp).
+// An event of `context` (cuEventCreate makes it in the current context).
 abi::CUevent create_event(const GreenContext& context) {
   const DriverApi& api = driver();
-  api.check(api.cuCtxPushCurrent(context.context()), "cuCtxPushCurrent");
   abi::CUevent event = nullptr;
-  abi::CUresult created = api.cuEventCreate(&event, abi::CU_EVENT_DISABLE_TIMING);
-  abi::CUcontext popped = nullptr;
-  abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
-  api.check(created, "cuEventCreate");
-  if (pop_result != abi::CUDA_SUCCESS) {
-    warn_if_cleanup_failed(api.cuEventDestroy(event), "cuEventDestroy");
-    api.check(pop_result, "cuCtxPopCurrent");
-  }
+  context.make_while_current(
+      "cuEventCreate", [&] { return api.cuEventCreate(&event, abi::CU_EVENT_DISABLE_TIMING); },
+      [&] { warn_if_cleanup_failed(api.cuEventDestroy(event), "cuEventDestroy"); });
   g_live_fence_events.fetch_add(1);
   return event;
 }

@@ -83,6 +83,9 @@ def test_a_step_that_cannot_be_captured_is_a_clear_error(device, granularity):
     gc.collect()
     torch.cuda.synchronize(device)
     assert (x + 1).sum().item() == 16
+    # PyTorch's own state is restored too: the current stream, and random numbers on the GPU.
+    assert torch.cuda.current_stream(device) == torch.cuda.default_stream(device)
+    assert torch.randn(4, device=device).isfinite().all()
 
 
 def test_measure_frees_what_it_made(device, granularity):
