@@ -245,6 +245,20 @@ abi::CUstream GreenContext::create_stream(int priority) {
   return stream;
 }
 
+void GreenContext::make_while_current(const char* call, const std::function<abi::CUresult()>& make,
+                                      const std::function<void()>& release) const {
+  const DriverApi& api = driver();
+  api.check(api.cuCtxPushCurrent(handles_->context), "cuCtxPushCurrent");
+  abi::CUresult made = make();
+  abi::CUcontext popped = nullptr;
+  abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
+  api.check(made, call);
+  if (pop_result != abi::CUDA_SUCCESS) {
+    release();
+    api.check(pop_result, "cuCtxPopCurrent");
+  }
+}
+
 std::size_t GreenContext::stream_count() const {
   std::lock_guard<std::mutex> lock(streams_mutex_);
   return handles_->stream_count();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,7 +15,6 @@
 
 #include "context_recycler.h"
 #include "cuda_abi.h"
-#include "driver_api.h"
 #include "sm_partition.h"
 
 namespace tgc {
@@ -80,19 +80,8 @@ class GreenContext {
   // named `call` in errors) runs with this context pushed current, which is then popped. The
   // pop is always attempted; if it fails, `release()` frees what `make` made and the pop's
   // error is thrown.
-  template <typename Make, typename Release>
-  void make_while_current(const char* call, Make make, Release release) const {
-    const DriverApi& api = driver();
-    api.check(api.cuCtxPushCurrent(context()), "cuCtxPushCurrent");
-    abi::CUresult made = make();
-    abi::CUcontext popped = nullptr;
-    abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
-    api.check(made, call);
-    if (pop_result != abi::CUDA_SUCCESS) {
-      release();
-      api.check(pop_result, "cuCtxPopCurrent");
-    }
-  }
+  void make_while_current(const char* call, const std::function<abi::CUresult()>& make,
+                          const std::function<void()>& release) const;
 
   // The device's default workqueue concurrency limit (13.1+).
   static unsigned max_workqueue_concurrency(int device);
