@@ -36,7 +36,6 @@ import torch
 
 import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, observed_sm_ids, sizing
-from torch_green_contexts._stats import interleaved
 
 SERVER = dict(layers=4, d_model=1024, heads=16, ff=4096, batch=4, tokens=256)
 TRAINER = dict(layers=4, d_model=2048, heads=16, ff=8192, batch=8, tokens=1024)
@@ -116,7 +115,7 @@ def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[
     steps: dict[str, list[tuple[int, float]]] = {n: [] for n in names}
     first = next(iter(setups.values()))
     once_s = sizing.time_calls(first["step"], first["request"], 2)[-1] / 1e6
-    for _, name in interleaved(names, rounds, seed=1):
+    for _, name in sizing.interleaved(names, rounds, seed=1):
         torch.cuda.synchronize(device)
         if name.startswith("training alone"):
             load = sizing.QueuedLoad(train, alone_stream, depth)
