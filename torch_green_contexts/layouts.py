@@ -23,7 +23,7 @@ synchronisation and without the host waiting.
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import torch
 
@@ -82,7 +82,7 @@ class Layouts:
                              f"has {total} SMs and the rest needs some), got {wrong}")
         self._device = device
         self._layouts: dict[int, Layout] = {}
-        self._fences: dict[int, Any] = {}
+        self._fences: dict[int, _C._StreamFence] = {}
         for k in counts:
             latency, batch = GreenContext.split(num_sms=(k, 0), backfill=(False, True), device_id=device)
             layout = Layout(latency.Stream(priority=latency_priority), batch.Stream(), latency, batch)
