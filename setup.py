@@ -8,6 +8,7 @@ you run.
 
 import glob
 import os
+import runpy
 import sys
 
 from setuptools import setup
@@ -22,6 +23,11 @@ except ImportError:  # pragma: no cover - only without torch
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The minimum torch, spelled once (a plain file of the package, loaded without importing it).
+try:
+    runpy.run_path(os.path.join(HERE, "torch_green_contexts", "_torch_version.py"))["check_torch"](torch.__version__)
+except ImportError as error:
+    sys.exit(str(error))
 
 
 def cuda_include_dirs():

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import torch
 
+from ._torch_version import check_torch
+
+check_torch(torch.__version__)
+
 BUILT_AGAINST_TORCH: str | None
 try:
     from ._build_info import TORCH_VERSION as BUILT_AGAINST_TORCH
