@@ -87,7 +87,7 @@ for version in "${versions[@]}"; do
   venv=$ROOT/.venvs/torch-$version
   py=$venv/bin/python
   cuda=null install=skipped build=skipped wheel=skipped cpp=skipped tests=skipped
-  passed=0 failed=0 skipped=0 errors=0 error_line=""
+  passed=0 failed=0 skipped=0 errors=0 error_line="" other_skips=""
 
   # Nothing compiled against another torch may be reused (setuptools skips an up-to-date .so).
   rm -rf build/temp.* build/lib.* build/bdist.* torch_green_contexts.egg-info \
@@ -111,6 +111,8 @@ for version in "${versions[@]}"; do
       summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|errors?|deselected)' "$tests_out" | tail -n 1)
       [ -n "$summary" ] || summary=$(grep -E ' in [0-9.]+s' "$tests_out" | tail -n 1)
       count() { echo "$summary" | grep -oE "[0-9]+ $1" | grep -oE '[0-9]+' || echo 0; }
+      # Skips for another reason than a missing GPU (optional packages, torch's own API).
+      other_skips=$(grep -E '^SKIPPED ' "$tests_out" | grep -vE 'GPU' | sed 's/^SKIPPED //')
       passed=$(count passed); failed=$(count failed); skipped=$(count skipped); errors=$(count 'errors?')
       if [ $rc = 0 ] && [ "$failed" = 0 ] && [ "$errors" = 0 ] && [ "$passed" -gt 0 ]; then
         tests=ok
@@ -161,7 +163,7 @@ for version in "${versions[@]}"; do
   # The row, merged into the JSON file (replacing an earlier row of this version).
   ROW_VERSION=$version ROW_CUDA=$cuda ROW_INSTALL=$install ROW_BUILD=$build ROW_WHEEL=$wheel \
   ROW_TESTS=$tests ROW_PASSED=$passed ROW_FAILED=$failed ROW_SKIPPED=$skipped ROW_ERRORS=$errors \
-  ROW_CPP=$cpp ROW_SECONDS=$seconds ROW_RESULT=$result ROW_ERROR=$error_line \
+  ROW_OTHER_SKIPS=$other_skips ROW_CPP=$cpp ROW_SECONDS=$seconds ROW_RESULT=$result ROW_ERROR=$error_line \
   ROW_LOG=${log#$ROOT/} JSON=$json MARKDOWN=$markdown "$BASE_PY" - <<'EOF'
 import json, os, platform, subprocess, time
 
@@ -187,6 +189,7 @@ row = {
     "failed": int(e["ROW_FAILED"]),
     "skipped": int(e["ROW_SKIPPED"]),
     "errors": int(e["ROW_ERRORS"]),
+    "skips_not_for_gpu": [line for line in e["ROW_OTHER_SKIPS"].splitlines() if line],
     "cpp_example": e["ROW_CPP"],
     "seconds": int(e["ROW_SECONDS"]),
     "result": e["ROW_RESULT"],
@@ -220,6 +223,11 @@ for r in rows:
 with open(e["MARKDOWN"], "w") as f:
     f.write(f"Measured on {data['machine']}; tests: `pytest tests` (GPU tests skip).\n\n")
     f.write("\n".join(lines) + "\n")
+    notes = [r for r in rows if r.get("skips_not_for_gpu")]
+    if notes:
+        f.write("\nSkips other than for want of a GPU (pytest's count in brackets):\n\n")
+        for r in notes:
+            f.write(f"- torch {r['torch']}: " + "; ".join(r["skips_not_for_gpu"]) + "\n")
 EOF
 done
 
