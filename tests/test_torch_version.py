@@ -34,3 +34,8 @@ def test_not_a_version():
 def test_the_package_metadata_declares_the_same_minimum():
     text = (ROOT / "pyproject.toml").read_text()
     assert f'"torch>={MINIMUM_TORCH[0]}.{MINIMUM_TORCH[1]}"' in text
+
+
+def test_ci_runs_the_declared_minimum():
+    script = (ROOT / "scripts" / "run_tests.sh").read_text()
+    assert f"OLDEST_TORCH={MINIMUM_TORCH[0]}.{MINIMUM_TORCH[1]}." in script
