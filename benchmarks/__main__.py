@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Callable
 
-SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity", "layouts", "membound")
+SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity", "layouts", "membound", "pd")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated suites to run (default: all of {', '.join(SUITES)})")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, for a smoke run")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--replot", metavar="RESULTS_JSON",
                         help="only redraw the table and plots of a saved results.json into --out")
     args = parser.parse_args(argv)
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks need a CUDA GPU; none is visible", file=sys.stderr)
         return 2
-    from . import churn, fidelity, host_costs, isolation, layouts, membound, report
+    from . import churn, fidelity, host_costs, isolation, layouts, membound, pd, report
     from .environment import Builtin, describe
 
     os.makedirs(args.out, exist_ok=True)
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         "fidelity": lambda: fidelity.run(device, rounds=2 if q else 5),
         "layouts": lambda: layouts.run(device, switches=2000 if q else 20000),
         "membound": lambda: membound.run(device, rounds=2 if q else 4, samples=10 if q else 40),
+        "pd": lambda: pd.run(device, rounds=2 if q else 3, samples=5 if q else 20, policy_steps=2000 if q else 20000,
+                             switch_steps=50 if q else 200, progress=not args.quiet),
     }
 
     def save() -> None:
@@ -79,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         if suite not in chosen:
             continue
         began = time.perf_counter()
-        print(f"[benchmarks] {suite} ...", flush=True)
+        if not args.quiet:
+            print(f"[benchmarks] {suite} ...", flush=True)
         results[suite] = runs[suite]()
-        print(f"[benchmarks] {suite} done in {time.perf_counter() - began:.1f} s", flush=True)
+        if not args.quiet:
+            print(f"[benchmarks] {suite} done in {time.perf_counter() - began:.1f} s", flush=True)
         save()  # after each suite, so a later failure keeps what was measured
     written = report.plots(results, args.out)
     print(report.markdown(results))

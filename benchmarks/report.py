@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from . import pd_report
 from .stats import target
 
 STREAM_OURS = "ours: GreenContext.Stream()"
@@ -53,6 +54,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(target("Layouts.switch host cost per real switch (median)", cost["median"], 5.0, unit="us",
                           detail=f"p99 {cost['p99']:.2f} us; returns while the GPU is busy: "
                                  f"{layouts['no_host_wait']['kernel_still_running_after_switches']}"))
+    if results.get("pd"):
+        out += pd_report.targets(results["pd"])
     return out
 
 
@@ -153,6 +156,8 @@ def markdown(results: dict[str, Any]) -> str:
             lines += [""]
     lines += _layouts_markdown(results.get("layouts"))
     lines += _membound_markdown(results.get("membound"))
+    if results.get("pd"):
+        lines += pd_report.markdown(results["pd"])
     return "\n".join(lines)
 
 
@@ -265,4 +270,6 @@ def plots(results: dict[str, Any], out_dir: str) -> list[str]:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
+    if results.get("pd"):
+        written += pd_report.plots(results["pd"], out_dir)
     return written

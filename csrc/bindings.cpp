@@ -198,6 +198,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("streams"))
       // Never blocks: a few driver calls that only queue waits. Kept with the GIL, as cheap as can be.
       .def("order_after", &StreamFence::order_after, py::arg("before"))
+      .def("order_each_after", &StreamFence::order_each_after, py::arg("before"))
       .def_property_readonly("size", &StreamFence::size)
       .def_property_readonly("device", &StreamFence::device);
   m.def("live_fence_events", &live_fence_events, "Events held by all _StreamFences, for leak checks.");

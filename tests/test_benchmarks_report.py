@@ -118,3 +118,45 @@ def test_plots_written_when_matplotlib_is_there(tmp_path):
     written = report.plots(_synthetic(), str(tmp_path))
     assert sorted(p.rsplit("/", 1)[1] for p in written) == ["fidelity.png", "latency.png"]
     assert all((tmp_path / name).stat().st_size > 10_000 for name in ("fidelity.png", "latency.png"))
+
+
+def _synthetic_pd():
+    from tests.test_profile_policy import make_profile
+
+    def s(median, p99):
+        return summarize([median] * 90 + [p99] * 10)  # p90 = median + (p99 - median) / 10
+
+    prof = make_profile()
+    return {
+        "model": {"layers": 4, "context_tokens": 2048, "prefill_chunk_tokens": 2048},
+        "profile": {"buckets": [8, 32, 64], "counts": list(prof.counts), "seconds": 41.5, "rounds": 3,
+                    "samples": 20, "table": prof.table(), "data": prof.to_dict()},
+        "policy": {"steps": 1000, "switches": 333, "step_us": s(2.1, 6.0), "done_us": s(1.0, 2.0)},
+        "alternating": {"batch": 64, "rounds": 3, "steps_per_round": 200, "variants": {
+            "fixed layout (64 SMs)": {"wall_us": s(1700.0, 1800.0), "prefill_tokens_per_s": 150000.0},
+            "alternating 64/72, full ordering": {"wall_us": s(5000.0, 9000.0), "prefill_tokens_per_s": 140000.0},
+            "alternating 64/72, per-role ordering": {"wall_us": s(1720.0, 1900.0), "prefill_tokens_per_s": 149000.0},
+        }},
+    }
+
+
+def test_prefill_decode_targets_and_table():
+    pd = _synthetic_pd()
+    checks = {t["name"]: t for t in report.targets({"pd": pd})}
+    assert checks["profile of 3 decode batch sizes x 4 SM counts"]["met"] is True
+    step = checks["SplitPolicy.step host cost (median)"]
+    assert step["measured"] == pytest.approx(2.1) and step["met"] is True
+    alternating = checks["decode p99, layout alternating every step with per-role ordering / fixed layout"]
+    assert alternating["measured"] == pytest.approx(1900.0 / 1800.0) and alternating["met"] is True
+    assert "full ordering 9000 us" in alternating["detail"]
+    pd["alternating"]["variants"]["alternating 64/72, per-role ordering"]["wall_us"] = s = summarize([2000.0] * 100)
+    assert not {t["name"]: t for t in report.targets({"pd": pd})}[alternating["name"]]["met"]
+    text = report.markdown({"pd": pd})
+    assert "| alternating 64/72, full ordering | 5000 | 5400 | 9000 | 9000 | 140000 |" in text
+    assert "| SMs | p=8 | p=32 | p=64 |" in text and s["median"] == 2000.0
+
+
+def test_prefill_decode_profile_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    written = report.plots({"pd": _synthetic_pd()}, str(tmp_path))
+    assert [p.rsplit("/", 1)[1] for p in written] == ["profile.png"]

@@ -203,7 +203,7 @@ SIZING = textwrap.dedent(
          "cannot be split exactly into [12] SMs and the rest; allowed counts: [8, 16,"),
         (lambda: sizing.measure(lambda: None, counts=[128], device_id=0), ValueError, "[128]"),
         (lambda: sizing.measure(lambda: None, device_id=3), RuntimeError, "valid device_id: 0..0"),
-        (lambda: Layouts([8, 132], device_id=0), ValueError, "between 1 and 131"),
+        (lambda: Layouts([8, 133], device_id=0), ValueError, "between 0 (every SM to batch work) and 132"),
         (lambda: Layouts([8], device_id=3), RuntimeError, "valid device_id: 0..0"),
     ):
         try:

@@ -133,7 +133,11 @@ class SizingResult:
 
     @classmethod
     def from_json(cls, text: str) -> SizingResult:
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SizingResult:
+        """The result :meth:`to_dict` wrote (its ``relative`` columns are recomputed)."""
 
         def latency(d: dict[str, Any] | None) -> Latency | None:
             return None if d is None else Latency(**d)

@@ -97,17 +97,22 @@ void StreamFence::destroy_events() noexcept {
   members_.clear();  // the contexts go after their events
 }
 
+void StreamFence::check_orderable_after(const StreamFence& before, const char* method) const {
+  if (members_.empty() || before.members_.empty()) {
+    throw ValueError(std::string("StreamFence.") + method + ": a StreamFence that was moved from has no streams");
+  }
+  if (before.device_ != device_) {
+    throw ValueError(std::string("StreamFence.") + method + ": the fence is on device " +
+                     std::to_string(device_) + ", the one to order it after on device " +
+                     std::to_string(before.device_));
+  }
+}
+
 void StreamFence::order_after(const StreamFence& before) const {
   // The same layout again: each stream stays after its own queued work, and nothing more is
   // asked (the fence's streams are not joined with each other).
   if (&before == this) return;
-  if (members_.empty() || before.members_.empty()) {
-    throw ValueError("StreamFence.order_after: a StreamFence that was moved from has no streams");
-  }
-  if (before.device_ != device_) {
-    throw ValueError("StreamFence.order_after: the fence is on device " + std::to_string(device_) +
-                     ", the one to order it after on device " + std::to_string(before.device_));
-  }
+  check_orderable_after(before, "order_after");
   const DriverApi& api = driver();
   for (const Entry& done : before.members_) {
     api.check(api.cuEventRecord(done.event, done.stream), "cuEventRecord");
@@ -116,6 +121,21 @@ void StreamFence::order_after(const StreamFence& before) const {
     for (const Entry& done : before.members_) {
       api.check(api.cuStreamWaitEvent(waiting.stream, done.event, 0), "cuStreamWaitEvent");
     }
+  }
+}
+
+void StreamFence::order_each_after(const StreamFence& before) const {
+  if (&before == this) return;
+  check_orderable_after(before, "order_each_after");
+  if (before.members_.size() != members_.size()) {
+    throw ValueError("StreamFence.order_each_after: the fences must have as many streams as each other, not " +
+                     std::to_string(members_.size()) + " and " + std::to_string(before.members_.size()));
+  }
+  const DriverApi& api = driver();
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    const Entry& done = before.members_[i];
+    api.check(api.cuEventRecord(done.event, done.stream), "cuEventRecord");
+    api.check(api.cuStreamWaitEvent(members_[i].stream, done.event, 0), "cuStreamWaitEvent");
   }
 }
 

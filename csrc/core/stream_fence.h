@@ -45,6 +45,13 @@ class StreamFence {
   // threads at once need the caller's synchronisation: its events are re-recorded each time.
   void order_after(const StreamFence& before) const;
 
+  // Per position: stream i of this fence waits only for the work queued so far on stream i of
+  // `before` (one cuEventRecord and one cuStreamWaitEvent per position), e.g. a new layout's
+  // latency stream after the old latency stream alone, its batch stream after the old batch
+  // stream alone. Both fences must have the same number of streams (ValueError otherwise);
+  // otherwise as order_after.
+  void order_each_after(const StreamFence& before) const;
+
   std::size_t size() const noexcept { return members_.size(); }  // 0 once moved from
   int device() const noexcept { return device_; }
 
@@ -58,6 +65,8 @@ class StreamFence {
     abi::CUevent event;
   };
   void destroy_events() noexcept;
+  // ValueError if either fence was moved from or `before` is on another device.
+  void check_orderable_after(const StreamFence& before, const char* method) const;
 
   std::vector<Entry> members_;
   int device_ = -1;

@@ -95,8 +95,8 @@ def test_bad_requests_and_close(device, whole, counts):
     assert len(layouts) == 0 and layouts.active is None
     gc.collect()
     assert tgc.live_counts()["contexts"] == 0
-    with pytest.raises(ValueError, match=f"between 1 and {whole.sm_count - 1}"):
-        Layouts([whole.sm_count], device_id=device)
+    with pytest.raises(ValueError, match=f"between 0 .* and {whole.sm_count}"):
+        Layouts([whole.sm_count + 1], device_id=device)
     with pytest.raises(RuntimeError, match="device_id"):
         Layouts(counts, device_id=torch.cuda.device_count())
     assert tgc.live_counts()["contexts"] == 0

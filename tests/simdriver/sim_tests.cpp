@@ -1304,6 +1304,11 @@ std::vector<WaitEdge> all_pairs(const std::vector<cu::CUstream>& waiting, const 
   return out;
 }
 
+std::vector<WaitEdge> sorted_edges(std::vector<WaitEdge> edges) {
+  std::sort(edges.begin(), edges.end());
+  return edges;
+}
+
 }  // namespace
 
 TEST_F(Fences, OneEventPerStreamMadeInTheStreamsContext) {
@@ -1386,6 +1391,48 @@ TEST_F(Fences, OrderAfterRecordsOnTheEarlierStreamsAndEveryStreamWaitsForEach) {
   sim().clear_wait_edges();
   old_layout.order_after(overlapping);  // the events are recorded anew each time
   EXPECT_EQ(wait_edges(), all_pairs({s0, s1}, {s0, s2}));
+}
+
+TEST_F(Fences, OrderEachAfterPairsTheStreamsByPosition) {
+  std::vector<std::shared_ptr<GreenContext>> c;
+  for (int i = 0; i < 4; ++i) c.push_back(GreenContext::create(0, nullptr, std::nullopt));
+  cu::CUstream old_latency = c[0]->stream(-1), old_batch = c[1]->stream(0);
+  cu::CUstream new_latency = c[2]->stream(-1), new_batch = c[3]->stream(0);
+  StreamFence old_layout({{c[0], old_latency}, {c[1], old_batch}});
+  StreamFence new_layout({{c[2], new_latency}, {c[3], new_batch}});
+  sim().clear_wait_edges();
+  int records = sim().calls("cuEventRecord"), waits = sim().calls("cuStreamWaitEvent");
+  new_layout.order_each_after(old_layout);
+  EXPECT_EQ(sim().calls("cuEventRecord") - records, 2);
+  EXPECT_EQ(sim().calls("cuStreamWaitEvent") - waits, 2);
+  EXPECT_EQ(wait_edges(), sorted_edges({{new_latency, old_latency}, {new_batch, old_batch}}))
+      << "each stream waits for its own role's stream alone";
+  EXPECT_EQ(current_context(), nullptr);
+
+  // Itself: nothing recorded, nothing waited for.
+  records = sim().calls("cuEventRecord");
+  new_layout.order_each_after(new_layout);
+  EXPECT_EQ(sim().calls("cuEventRecord"), records);
+
+  // Fences of different sizes cannot be paired; nothing is recorded before the check.
+  StreamFence single({{c[0], c[0]->stream(0)}});
+  records = sim().calls("cuEventRecord");
+  try {
+    new_layout.order_each_after(single);
+    FAIL() << "paired fences of 2 and 1 streams";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("as many streams as each other, not 2 and 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sim().calls("cuEventRecord"), records);
+
+  // One context with two streams (a layout of the whole device) pairs the same way.
+  cu::CUstream whole_latency = c[0]->stream(-1), whole_batch = c[0]->stream(0);
+  StreamFence whole({{c[0], whole_latency}, {c[0], whole_batch}});
+  sim().clear_wait_edges();
+  whole.order_each_after(new_layout);
+  EXPECT_EQ(wait_edges(), sorted_edges({{whole_latency, new_latency}, {whole_batch, new_batch}}));
+  StreamFence moved(std::move(whole));
+  EXPECT_THROW(whole.order_each_after(new_layout), ValueError);  // NOLINT(bugprone-use-after-move)
 }
 
 TEST_F(Fences, MissingMembersAreValueErrorsAndMovedFromFencesAreEmpty) {

@@ -1,0 +1,223 @@
+"""A split per step: the smallest latency partition that holds an SLO, from a latency profile,
+corrected online by what the steps it hands out actually take.
+
+::
+
+    from torch_green_contexts import sizing
+    from torch_green_contexts.layouts import Layouts
+    from torch_green_contexts.policy import SplitPolicy
+
+    profile = sizing.profile(decode_step_for, [1, 8, 16, 32, 64, 128], load=prefill_piece, graph=True)
+    layouts = Layouts([0, 16, 32, 64, 132], ordering="per_role")
+    policy = SplitPolicy(profile, layouts, slo_us=20_000)
+    while serving:
+        step = policy.step(len(decode_batch))      # switch to the layout this batch needs
+        with torch.cuda.stream(step.latency_stream):
+            decode(decode_batch)
+        policy.done()                              # the decode step is timed from step() to here
+        with torch.cuda.stream(step.batch_stream):
+            prefill_piece()
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import torch
+
+from ._profile import LatencyProfile
+from ._sizing_result import _check_percentile
+from .layouts import Layout, Layouts, check_ordering
+
+__all__ = ["SplitPolicy"]
+
+
+class SplitPolicy:
+    """Picks, per step, the smallest latency partition whose latency for the step's parameter
+    meets ``slo_us``, and switches ``layouts`` to it.
+
+    The estimate for ``p`` on ``k`` SMs is the profile's ``percentile`` latency (read at the
+    next larger measured parameter; under the profiled load, or idle for the layout that gives
+    every SM to the latency side) times a correction for ``k``. A layout qualifies when its
+    estimate is at most ``slo_us * (1 - headroom)``; when none does, the largest layout is
+    used. A step of ``p == 0`` (no latency work) takes the layout of 0 latency SMs, if any.
+
+    Online correction: :meth:`step` records a CUDA event on the latency stream and
+    :meth:`done` another; the elapsed time of each pair is read later, once the GPU has passed
+    it (every ``read_every`` steps, never waiting). A step that took longer than the profile's
+    figure raises the correction of its SM count, and of every smaller count (a slowdown seen
+    on ``k`` SMs, from a heavier load than the profiled one say, is at least as large on fewer),
+    to the ratio observed. Corrections decay back towards 1 with a half-life of
+    ``half_life_steps`` steps, so the policy returns to smaller partitions once the slowdown
+    is gone. ``sample_every`` times one step in that many.
+
+    ``layouts`` is a :class:`~torch_green_contexts.layouts.Layouts`; every positive SM count in
+    it must have been measured by the profile. Use the policy from one thread at a time.
+    """
+
+    def __init__(self, profile: LatencyProfile, layouts: Layouts, *, slo_us: float, percentile: int = 99,
+                 ordering: str = "per_role", headroom: float = 0.05, half_life_steps: int = 256,
+                 read_every: int = 8, sample_every: int = 1, max_pending: int = 256) -> None:
+        if not isinstance(profile, LatencyProfile):
+            raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
+        for name, value in (("slo_us", slo_us), ("headroom", headroom)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise TypeError(f"{name} must be a finite number, got {value!r}")
+        if slo_us <= 0:
+            raise ValueError(f"slo_us must be a positive number of microseconds, got {slo_us!r}")
+        if not 0 <= headroom < 1:
+            raise ValueError(f"headroom must be at least 0 and below 1 (a share of the SLO), got {headroom!r}")
+        for name, value in (("half_life_steps", half_life_steps), ("read_every", read_every),
+                            ("sample_every", sample_every), ("max_pending", max_pending)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int of 1 or more, got {value!r}")
+        self._percentile = _check_percentile(percentile)
+        self._ordering = check_ordering(ordering)
+        candidates = sorted(k for k in layouts.counts if k > 0)
+        missing = [k for k in candidates if k not in profile.counts]
+        if missing:
+            raise ValueError(f"the profile has no figures for the layouts of {missing} latency SMs; "
+                             f"it measured {list(profile.counts)}: profile those counts or leave them out")
+        if not candidates:
+            raise ValueError("layouts must have a layout with latency SMs (a count above 0)")
+        self.profile, self.layouts = profile, layouts
+        self.slo_us, self.headroom = float(slo_us), float(headroom)
+        self._bound = self.slo_us * (1.0 - self.headroom)
+        self._candidates = candidates
+        self._all_latency = {k for k in candidates if layouts[k].batch_sm_count == 0}
+        self._has_zero = 0 in layouts.counts
+        self._half_life, self._read_every, self._sample_every = half_life_steps, read_every, sample_every
+        self._max_pending = max_pending
+        self._tick = max(1, half_life_steps // 8)  # corrections decay every this many steps
+        self._decay = 0.5 ** (self._tick / half_life_steps)
+        self._factor = dict.fromkeys(candidates, 1.0)
+        self._base: dict[tuple[Any, int], float | None] = {}
+        self._choice: dict[Any, int] = {}
+        self._steps = 0
+        self._chosen = dict.fromkeys(layouts.counts, 0)
+        self._observed = dict.fromkeys(candidates, 0)
+        self._open: tuple[int, Any, torch.cuda.Stream, torch.cuda.Event] | None = None
+        self._pending: deque[tuple[int, Any, torch.cuda.Event, torch.cuda.Event]] = deque()
+        self._pool: list[torch.cuda.Event] = []
+
+    # ---- the per-step calls -------------------------------------------------------------------
+
+    def step(self, p: float) -> Layout:
+        """Switch to the layout for a step of parameter ``p`` and return it; the latency step
+        launched on its ``latency_stream`` before :meth:`done` is timed. A few microseconds of
+        host time; never waits for the GPU."""
+        self._steps += 1
+        steps = self._steps
+        if steps % self._tick == 0:
+            self._decay_corrections()
+        if self._pending and steps % self._read_every == 0:
+            self.update()
+        k = self._choice.get(p)
+        if k is None:
+            k = self._choice[p] = self.choose(p)
+        layout = self.layouts.switch(k, ordering=self._ordering)
+        self._chosen[k] += 1
+        if self._open is not None:  # the previous step never called done(): not timed
+            self._pool.append(self._open[3])
+            self._open = None
+        if k and steps % self._sample_every == 0 and len(self._pending) < self._max_pending:
+            start = self._pool.pop() if self._pool else _timing_event()
+            start.record(layout.latency_stream)
+            self._open = (k, p, layout.latency_stream, start)
+        return layout
+
+    def done(self) -> None:
+        """Mark the end of the latency work of the last :meth:`step` (call it right after
+        launching that work). Does nothing for a step that is not timed."""
+        if self._open is None:
+            return
+        k, p, stream, start = self._open
+        self._open = None
+        end = self._pool.pop() if self._pool else _timing_event()
+        end.record(stream)
+        self._pending.append((k, p, start, end))
+
+    def update(self) -> int:
+        """Read the timings of the steps the GPU has finished (never waits); returns how many."""
+        read = 0
+        pending = self._pending
+        while pending and pending[0][3].query():  # type: ignore[no-untyped-call]
+            k, p, start, end = pending.popleft()
+            self.observe(k, p, start.elapsed_time(end) * 1e3)
+            self._pool += (start, end)
+            read += 1
+        return read
+
+    # ---- the choice and its correction (no GPU involved) -------------------------------------
+
+    def choose(self, p: float) -> int:
+        """The latency SM count :meth:`step` picks for ``p`` now, without switching."""
+        if p == 0 and self._has_zero:
+            return 0
+        for k in self._candidates:
+            estimate = self.estimate(p, k)
+            if estimate is not None and estimate <= self._bound:
+                return k
+        return self._candidates[-1]
+
+    def estimate(self, p: float, sm_count: int) -> float | None:
+        """The corrected latency estimate (us) of a step of ``p`` on ``sm_count`` SMs; None where
+        the profile has no figure (``p`` above every measured parameter)."""
+        base = self._profiled(p, sm_count)
+        return None if base is None else base * self._factor[sm_count]
+
+    def correction(self, sm_count: int) -> float:
+        """The factor (1 or more) the profile's figure for ``sm_count`` SMs is multiplied by now."""
+        if sm_count not in self._factor:
+            raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
+        return self._factor[sm_count]
+
+    def observe(self, sm_count: int, p: float, latency_us: float) -> None:
+        """Take one measured latency of a step of ``p`` on ``sm_count`` SMs into the corrections
+        (:meth:`update` calls it with the timings it reads; a server may feed its own)."""
+        self._observed[sm_count] = self._observed.get(sm_count, 0) + 1
+        base = self._profiled(p, sm_count)
+        if base is None or base <= 0:
+            return
+        ratio = latency_us / base
+        changed = False
+        for k in self._candidates:
+            if k > sm_count:
+                break
+            if ratio > self._factor[k]:
+                self._factor[k] = ratio
+                changed = True
+        if changed:
+            self._choice.clear()
+
+    def stats(self) -> dict[str, Any]:
+        """Steps taken, steps per layout, timings read per SM count, and the corrections now."""
+        return {"steps": self._steps, "chosen": dict(self._chosen), "observed": dict(self._observed),
+                "corrections": dict(self._factor), "pending": len(self._pending)}
+
+    def _profiled(self, p: float, k: int) -> float | None:
+        key = (p, k)
+        if key not in self._base:
+            under_load = k not in self._all_latency
+            self._base[key] = self.profile.latency(p, k, self._percentile, under_load=under_load)
+        return self._base[key]
+
+    def _decay_corrections(self) -> None:
+        changed = False
+        for k, factor in self._factor.items():
+            if factor > 1.0:
+                excess = (factor - 1.0) * self._decay
+                self._factor[k] = 1.0 + excess if excess > 1e-3 else 1.0
+                changed = True
+        if changed:
+            self._choice.clear()
+
+    def __repr__(self) -> str:
+        return (f"SplitPolicy(slo_us={self.slo_us:g}, percentile={self._percentile}, layouts={self.layouts.counts}, "
+                f"ordering={self._ordering!r})")
+
+
+def _timing_event() -> torch.cuda.Event:
+    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
