@@ -78,7 +78,7 @@ def make_trainer(device: int) -> Callable[[], None]:
 
 def variants(device: int, sized_sms: int, fixed_sms: int) -> dict[str, dict[str, Any]]:
     """name -> request stream, training stream, and the contexts they need alive."""
-    total = tgc._C.device_sm_count(device)
+    total = tgc.SMPartition.from_device(device).sm_count
     plain_train = torch.cuda.Stream(device)
     out: dict[str, dict[str, Any]] = {
         "plain streams": {"request": torch.cuda.Stream(device), "train": plain_train},
@@ -102,7 +102,8 @@ def variants(device: int, sized_sms: int, fixed_sms: int) -> dict[str, dict[str,
 
 
 def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[str, dict[str, Any]],
-            device: int, rounds: int, samples: int, warmup: int, depth: int, graph: bool) -> dict[str, Any]:
+            device: int, rounds: int, samples: int, warmup: int, depth: int, graph: bool,
+            progress: bool = True) -> dict[str, Any]:
     """Request latency idle and beside training, and training steps/s, per setup, interleaved.
     With `graph`, each setup's requests replay a CUDA graph captured on its own stream."""
     for setup in setups.values():
@@ -115,7 +116,11 @@ def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[
     steps: dict[str, list[tuple[int, float]]] = {n: [] for n in names}
     first = next(iter(setups.values()))
     once_s = sizing.time_calls(first["step"], first["request"], 2)[-1] / 1e6
-    for _, name in sizing.interleaved(names, rounds, seed=1):
+    began = time.perf_counter()
+    for i, (_, name) in enumerate(sizing.interleaved(names, rounds, seed=1)):
+        if progress:
+            print(f"comparison: {i}/{len(names) * rounds} variants, {time.perf_counter() - began:.0f} s",
+                  file=sys.stderr, flush=True)
         torch.cuda.synchronize(device)
         if name.startswith("training alone"):
             load = sizing.QueuedLoad(train, alone_stream, depth)
@@ -227,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="serving-results")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few counts and samples")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--eager", action="store_true",
                         help="launch each request op by op instead of replaying a CUDA graph of it")
     args = parser.parse_args(argv)
@@ -250,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         counts = [c for c in sizing.available_counts(device) if c in (8, 16, 32, 64)]
     if args.sms is None:
         sweep = sizing.measure(request, load=train, device_id=device, counts=counts, graph=not args.eager,
-                               rounds=1 if args.quick else 2, samples=5 if args.quick else 15)
+                               rounds=1 if args.quick else 2, samples=5 if args.quick else 15,
+                               progress=not args.quiet)
         results["sizing"] = sweep.to_dict()
         sweep.plot(os.path.join(args.out, "sizing.png"), deadline_us=args.deadline_us)
         print(sweep.table())
@@ -269,10 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     depth = max(2, results.get("sizing", {}).get("settings", {}).get("load_depth") or 2)
     results["comparison"] = compare(request, train, setups, device, rounds=1 if args.quick else args.rounds,
                                     samples=5 if args.quick else args.samples, warmup=2, depth=depth,
-                                    graph=not args.eager)
+                                    graph=not args.eager, progress=not args.quiet)
     results["device"] = {"name": torch.cuda.get_device_properties(device).name,
-                         "driver": tgc._C.format_driver_version(tgc.driver_version()),
-                         "torch": torch.__version__, "sm_count": tgc._C.device_sm_count(device)}
+                         "driver": "{}.{}".format(*divmod(tgc.driver_version() // 10, 100)),
+                         "torch": torch.__version__, "sm_count": tgc.SMPartition.from_device(device).sm_count}
     sized_name = next(n for n in setups if n.startswith("split, sized"))
     sized_p99 = results["comparison"]["setups"][sized_name]["with_training_us"]["p99"]
     results["sized_split_meets_deadline"] = sized_p99 <= args.deadline_us

@@ -64,7 +64,20 @@ def test_main_names_the_split_path_variable_as_the_package_reads_it(monkeypatch,
     monkeypatch.setattr(_sm_partition, "_SPLIT_PATH_ENV", "TGC_TEST_SPLIT_PATH")
     monkeypatch.setenv("TGC_TEST_SPLIT_PATH", "emulated")
     monkeypatch.setenv("TORCH_GREEN_CONTEXTS_SPLIT_PATH", "native")
-    assert report.main() == 0
+    assert report.main([]) == 0
     out = capsys.readouterr().out
     assert "TGC_TEST_SPLIT_PATH=emulated" in out
     assert "TORCH_GREEN_CONTEXTS_SPLIT_PATH" not in out
+
+
+def test_main_answers_help_and_refuses_unknown_options():
+    import subprocess
+    import sys
+
+    usage = subprocess.run([sys.executable, "-m", "torch_green_contexts", "--help"], capture_output=True,
+                           text=True, timeout=120)
+    assert usage.returncode == 0 and "usage: python -m torch_green_contexts" in usage.stdout
+    assert "--no-demo" in usage.stdout and "Reports what this machine offers" in usage.stdout
+    wrong = subprocess.run([sys.executable, "-m", "torch_green_contexts", "--bogus"], capture_output=True,
+                           text=True, timeout=120)
+    assert wrong.returncode == 2 and "unrecognized arguments: --bogus" in wrong.stderr

@@ -1,10 +1,15 @@
-"""`python -m torch_green_contexts`: what this machine offers, then a live partition demo.
+"""python -m torch_green_contexts [--no-demo]
 
-Without a GPU or driver it says what is missing and exits 0.
+Reports what this machine offers for green contexts: the package and torch versions, the CUDA
+driver and which features and entry points it has, each device's SMs, co-scheduling
+granularity and how many aligned groups fit. Then, unless --no-demo, splits the current device
+into two partitions, runs a matmul on each and shows the SM ids each one ran on. Without a GPU
+or driver it says what is missing and exits 0. Paste its output into bug reports.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import torch
@@ -25,7 +30,12 @@ def _version(v: int) -> str:
     return _C.format_driver_version(v)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_green_contexts", description=(__doc__ or "").split("\n\n", 1)[1].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-demo", action="store_true", help="only the report: make no green context")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     import os
     import platform
 
@@ -82,6 +92,8 @@ def main() -> int:
               + ", ".join(f"{n} of {size} SMs" for size, n in fits)
               + f" (the SM count alone would allow {whole.sm_count // granularity} of {granularity})")
 
+    if args.no_demo:
+        return 0
     if not torch.cuda.is_available():
         print("PyTorch sees no CUDA device: no live demo.")
         return 0
