@@ -54,6 +54,16 @@ StreamFence::StreamFence(std::vector<Member> members) {
     }
   }
   device_ = members.front().context->device();
+  const DriverApi& api = driver();
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    // A green-context stream's context is the green context's CUcontext (cuCtxFromGreenCtx).
+    abi::CUcontext owner = nullptr;
+    api.check(api.cuStreamGetCtx(members[i].stream, &owner), "cuStreamGetCtx");
+    if (owner != members[i].context->context()) {
+      throw ValueError("stream " + std::to_string(i) + " of the StreamFence is not a stream of the green context "
+                       "given with it; give each stream with the context it was made from");
+    }
+  }
   members_.reserve(members.size());
   try {
     for (Member& member : members) {

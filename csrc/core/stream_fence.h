@@ -26,8 +26,9 @@ class StreamFence {
   };
 
   // One event per member, made in the member's context. Throws ValueError for an empty
-  // list, a null context or stream, or members on different devices; DriverError naming the
-  // call if the driver fails (the events already made are destroyed again).
+  // list, a null context or stream, members on different devices, or a stream that belongs to
+  // another context than the one given with it (cuStreamGetCtx); DriverError naming the call
+  // if the driver fails (the events already made are destroyed again).
   explicit StreamFence(std::vector<Member> members);
   // Destroys the events (failures are warned about, never thrown).
   ~StreamFence();

@@ -1435,6 +1435,27 @@ TEST_F(Fences, OrderEachAfterPairsTheStreamsByPosition) {
   EXPECT_THROW(whole.order_each_after(new_layout), ValueError);  // NOLINT(bugprone-use-after-move)
 }
 
+TEST_F(Fences, AStreamOfAnotherContextIsRefused) {
+  auto a = GreenContext::create(0, nullptr, std::nullopt);
+  auto b = GreenContext::create(0, nullptr, std::nullopt);
+  const int creates = sim().calls("cuEventCreate");
+  for (const auto& [members, index] :
+       {std::pair{std::vector<StreamFence::Member>{{a, a->stream(0)}, {a, b->stream(0)}}, 1},
+        std::pair{std::vector<StreamFence::Member>{{b, a->stream(-1)}}, 0}}) {
+    try {
+      StreamFence fence(members);
+      ADD_FAILURE() << "a stream taken for another context's";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("stream " + std::to_string(index) +
+                                           " of the StreamFence is not a stream of the green context given with it"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(sim().calls("cuEventCreate"), creates) << "nothing made";
+  EXPECT_EQ(live_fence_events(), 0u);
+}
+
 TEST_F(Fences, MissingMembersAreValueErrorsAndMovedFromFencesAreEmpty) {
   auto a = GreenContext::create(0, nullptr, std::nullopt);
   cu::CUstream s = a->stream(0);
@@ -1546,6 +1567,16 @@ TEST_F(Faults, FailedFenceCreationNamesTheCallAndLeavesNothing) {
       if (left_current) failing.pop_current();
     }
   }
+  sim().fail_next("cuStreamGetCtx", 999, 1);  // checking the second stream's context
+  const int creates = sim().calls("cuEventCreate");
+  try {
+    StreamFence fence(members);
+    ADD_FAILURE() << "no error";
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuStreamGetCtx");
+  }
+  sim().clear_failures();
+  EXPECT_EQ(sim().calls("cuEventCreate"), creates) << "streams are checked before any event is made";
   StreamFence fence(members);  // works again
   EXPECT_EQ(live_event_contexts(earlier), sorted({a->context(), b->context()}));
 }
