@@ -1,54 +1,24 @@
 """Isolation: latency of a small GEMM on a partition while a saturating GEMM loop runs on the
 rest of the GPU, beside what users would do instead (plain streams, a high-priority stream,
-PyTorch's own separately created contexts, which overlap)."""
+PyTorch's own separately created contexts, which overlap). The loop is kept queued by
+sizing.QueuedLoad, whose rate is per second of device time (CUDA events around its calls)."""
 
 from __future__ import annotations
 
-import collections
+import functools
 import time
 from typing import Any
 
 import torch
 
 from torch_green_contexts import GreenContext, observed_sm_ids
+from torch_green_contexts.sizing import QueuedLoad
 
 from .environment import Builtin
 from .stats import interleaved, summarize
 
 
-class Load:
-    """Keeps `depth` GEMMs queued on `stream` so that it never runs dry between samples."""
-
-    def __init__(self, stream: torch.cuda.Stream, a: torch.Tensor, b: torch.Tensor,
-                 out: torch.Tensor, depth: int = 3) -> None:
-        self.stream, self.a, self.b, self.out, self.depth = stream, a, b, out, depth
-        self.pending: collections.deque[torch.cuda.Event] = collections.deque()
-        self.launched = 0
-        self.started = 0.0
-
-    def top_up(self) -> None:
-        while self.pending and self.pending[0].query():
-            self.pending.popleft()
-        while len(self.pending) < self.depth:
-            with torch.cuda.stream(self.stream):
-                torch.mm(self.a, self.b, out=self.out)
-            event = torch.cuda.Event()
-            event.record(self.stream)
-            self.pending.append(event)
-            self.launched += 1
-
-    def start(self) -> None:
-        self.launched = 0
-        self.started = time.perf_counter()
-        self.top_up()
-
-    def stop(self) -> float:
-        """Drains the queue; returns the load's TFLOP/s over the time it ran."""
-        self.stream.synchronize()
-        elapsed = time.perf_counter() - self.started
-        self.pending.clear()
-        n = self.a.shape[0]
-        return 2.0 * n * n * self.b.shape[1] * self.launched / elapsed / 1e12
+LOAD_DEPTH = 3
 
 
 def run(device: int, builtin: Builtin, partition_sms: int = 16, latency_n: int = 2048,
@@ -90,15 +60,18 @@ def run(device: int, builtin: Builtin, partition_sms: int = 16, latency_n: int =
             sm_overlap[name] = {"latency_sms": len(latency_sms), "load_sms": len(load_sms),
                                 "shared_sms": len(latency_sms & load_sms)}
 
-    loads: dict[int, Load] = {}
+    loads: dict[int, QueuedLoad] = {}
     for _, load_stream in setups.values():
         if load_stream is not None and id(load_stream) not in loads:
-            loads[id(load_stream)] = Load(load_stream, make(load_n), make(load_n), make(load_n))
+            a, b, out = make(load_n), make(load_n), make(load_n)
+            loads[id(load_stream)] = QueuedLoad(functools.partial(torch.mm, a, b, out=out), load_stream,
+                                                LOAD_DEPTH)
+    load_flop = 2.0 * load_n**3
     torch.cuda.synchronize(device)
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-    def sample(stream: torch.cuda.Stream, load: Load | None) -> tuple[float, float]:
+    def sample(stream: torch.cuda.Stream, load: QueuedLoad | None) -> tuple[float, float]:
         if load is not None:
             load.top_up()
         host_start = time.perf_counter()
@@ -128,7 +101,7 @@ def run(device: int, builtin: Builtin, partition_sms: int = 16, latency_n: int =
             device_us[name].append(d)
             host_us[name].append(h)
         if load is not None:
-            load_tflops[name].append(load.stop())
+            load_tflops[name].append(load.stop() * load_flop / 1e12)
         if name not in correct:
             torch.cuda.current_stream(device).wait_stream(stream)
             correct[name] = bool(torch.allclose(lat_out.float(), reference, rtol=2e-2, atol=1.0))
@@ -148,7 +121,8 @@ def run(device: int, builtin: Builtin, partition_sms: int = 16, latency_n: int =
         }
     return {
         "latency_gemm": f"{latency_n}^3 bf16",
-        "load_gemm": f"{load_n}^3 bf16, {3} queued at all times",
+        "load_gemm": f"{load_n}^3 bf16, {LOAD_DEPTH} queued at all times",
+        "load_rate": "per second of device time (CUDA events around the queued calls)",
         "rounds": rounds,
         "samples_per_round": samples,
         "ours_sm_counts": [latency_ctx.sm_count, load_ctx.sm_count],
