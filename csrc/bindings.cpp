@@ -43,6 +43,18 @@ std::shared_ptr<T> release_gil_on_destruction(std::shared_ptr<T> inner) {
   });
 }
 
+// What GreenContext.Stream() builds its result from, set once by the Python shim: the Python
+// class of the streams (a torch.cuda.Stream subclass) and torch's compiled stream constructor.
+// Never destroyed: it may be used until the interpreter is gone.
+struct StreamFactory {
+  py::object stream_class;
+  py::object base_new;
+};
+StreamFactory& stream_factory() {
+  static auto* factory = new StreamFactory();
+  return *factory;
+}
+
 std::shared_ptr<SmPartition> wrap_partition(SmPartition partition) {
   return release_gil_on_destruction(std::make_shared<SmPartition>(std::move(partition)));
 }
@@ -180,6 +192,22 @@ PYBIND11_MODULE(_C, m) {
             return torch_bridge::stream_triple(stream, self.device());
           },
           py::arg("priority") = 0)
+      // The whole of GreenContext.Stream() in one call: the pooled stream, wrapped as the shim's
+      // stream class (torch's constructor with the packed stream, priority 0 positionally
+      // first), holding this context.
+      .def(
+          "new_stream",
+          [](const py::object& self, int priority) {
+            auto& context = self.cast<GreenContext&>();
+            const StreamFactory& factory = stream_factory();
+            if (!factory.base_new) throw std::runtime_error("_C._set_stream_factory was not called");
+            auto [stream_id, device_index, device_type] =
+                torch_bridge::stream_triple(context.stream(priority), context.device());
+            py::object stream = factory.base_new(factory.stream_class, 0, stream_id, device_index, device_type);
+            stream.attr("_green_context") = self;
+            return stream;
+          },
+          py::arg("priority") = 0)
       .def_property_readonly("stream_count", &GreenContext::stream_count)
       .def("push_current", &GreenContext::push_current)
       .def("pop_current", &GreenContext::pop_current);
@@ -202,6 +230,13 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("size", &StreamFence::size)
       .def_property_readonly("device", &StreamFence::device);
   m.def("live_fence_events", &live_fence_events, "Events held by all _StreamFences, for leak checks.");
+  m.def(
+      "_set_stream_factory",
+      [](py::object stream_class, py::object base_new) {
+        stream_factory() = StreamFactory{std::move(stream_class), std::move(base_new)};
+      },
+      py::arg("stream_class"), py::arg("base_new"),
+      "The class of GreenContext.Stream()'s streams and torch's compiled stream constructor.");
 
   m.def(
       "partition_with_at_least",

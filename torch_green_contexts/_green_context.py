@@ -10,7 +10,7 @@ import torch
 from ._device import resolve_device
 from ._native import _C
 from ._sm_partition import SMPartition
-from ._stream import GreenContextStream
+from ._stream import GreenContextStream, new_stream
 from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_groups
 
 _DEPRECATION = (
@@ -160,7 +160,10 @@ class GreenContext:
         ``torch.cuda.Stream()``, streams come from a pool: each priority's first 32 calls
         create distinct streams, later calls hand them out again in turn.
         """
-        return GreenContextStream._of(self._native, check_priority(priority))
+        if priority.__class__ is not int or priority:
+            priority = check_priority(priority)
+        stream: torch.cuda.Stream = new_stream(self._native, priority)
+        return stream
 
     @property
     def device_id(self) -> int:

@@ -38,3 +38,9 @@ class GreenContextStream(torch.cuda.Stream):
             )
         self._green_context = native_context
         return self
+
+
+if _make_stream is not None:
+    # GreenContext.Stream() then makes its stream in one native call (_GreenContext.new_stream).
+    _C._set_stream_factory(GreenContextStream, _make_stream)
+new_stream: Any = _C._GreenContext.new_stream if _make_stream is not None else GreenContextStream._of

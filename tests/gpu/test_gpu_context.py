@@ -82,6 +82,7 @@ def test_stream_type_and_results(device, granularity):
     ctx = GreenContext(num_sms=granularity)
     stream = ctx.Stream()
     assert isinstance(stream, torch.cuda.Stream)
+    assert type(stream).__name__ == "GreenContextStream" and stream._green_context is ctx._native
     assert stream.device_index == device
     assert stream != ctx.Stream()  # a new stream each call
     gemm_check(stream)
