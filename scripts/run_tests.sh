@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, builds the extension against the installed
 # PyTorch, runs the C++ core tests (with the ABI layout check against a real 13.4+ cuda.h)
-# and the Python tests. GPU tests run where a GPU and driver are present and skip elsewhere.
+# and the Python tests, and builds the documentation. GPU tests run where a GPU and driver are
+# present and skip elsewhere. Ends with one line, "SUMMARY: ...", of what passed and failed
+# (also when a part fails, which stops the script with a non-zero exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -16,70 +18,155 @@ took() {  # prints how long the part just ended took
   part=$now
 }
 
+# The summary: each part adds its result as it ends; the exit trap prints it, naming the part
+# that was running when the script stopped on a failure.
+summary=""
+running="install and build"
+note() { summary="${summary:+$summary; }$1"; }
+cleanup=()
+finish() {
+  local rc=$?
+  set +e
+  [ ${#cleanup[@]} -eq 0 ] || rm -rf "${cleanup[@]}"
+  [ "$rc" = 0 ] || note "FAILED: $running (exit $rc)"
+  echo "SUMMARY: $summary"
+  exit "$rc"
+}
+trap finish EXIT
+logs=$(mktemp -d)
+cleanup+=("$logs")
+
 $PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr matplotlib mypy
 $PY -m pip install -q --no-build-isolation --no-deps -e .
-took "install and build against $($PY -c 'import torch; print("torch", torch.__version__)')"
+torch_version=$($PY -c 'import torch; print(torch.__version__)')
+note "torch $torch_version"
+took "install and build against torch $torch_version"
 
+running="apt-get install of libgtest-dev and cmake"
 if [ ! -f /usr/include/gtest/gtest.h ] || ! command -v cmake >/dev/null; then
   apt-get update -qq && apt-get install -y -qq libgtest-dev cmake >/dev/null
 fi
 
 # A real cuda.h of 13.4 or newer, from pip's CUDA runtime wheel, for the layout check.
+running="download of cuda.h 13.4+"
 headers=$(mktemp -d)
-trap 'rm -rf "$headers"' EXIT
+cleanup+=("$headers")
 $PY -m pip download -q --no-deps "nvidia-cuda-runtime>=13.4,<14" -d "$headers"
 (cd "$headers" && $PY -m zipfile -e ./*.whl .)
 include_13_4=$(dirname "$(find "$headers" -path '*include/cuda.h' | head -n 1)")
 
 # C++ tests of the core: rules, ABI layout, and the simulated driver for every driver version
 # (12.4, 12.5, 13.0, 13.1, 13.4), built with line coverage of the driver-facing core.
+running="C++ tests (ctest)"
 build=tests/cpp/build
 find "$build" -name '*.gcda' -delete 2>/dev/null || true
 cmake -S tests/cpp -B "$build" -DTGC_COVERAGE=ON -DTGC_CUDA_INCLUDE_13_4="$include_13_4" >/dev/null
 cmake --build "$build" -j2
-ctest --test-dir "$build" --output-on-failure
+rc=0
+ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$logs/ctest.txt" || rc=$?
+# "100% tests passed, 0 tests failed out of 33"
+counts=$(grep -oE '[0-9]+ tests failed out of [0-9]+' "$logs/ctest.txt" | tail -n 1 || true)
+if [ -n "$counts" ]; then
+  failed=${counts%% *} total=${counts##* }
+  note "ctest $((total - failed))/$total passed"
+fi
+[ "$rc" = 0 ] || exit "$rc"
 took "C++ tests (ctest)"
-for version in 12040 12050 13000 13010 13040; do
-  printf 'simulated driver %s: ' "$version"
-  TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY="$PWD/$build/libtgc_simdriver.so" TGC_SIM_DRIVER_VERSION=$version \
-    "$build/sim_tests" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' '
-  echo
-done
+
+# gtest_versions LABEL BINARY LIBRARY VERSION...: runs BINARY against the simulated driver of
+# each VERSION, printing gtest's PASSED/FAILED lines, and notes how many versions passed (under
+# LABEL up to its first comma).
+gtest_versions() {
+  local label=$1 binary=$2 library=$3 version out rc passed=0 total=0
+  shift 3
+  local name=${label%%,*}
+  for version in "$@"; do
+    total=$((total + 1))
+    printf '%s %s: ' "$label" "$version"
+    rc=0
+    out=$(TSAN_OPTIONS="halt_on_error=1 exitcode=66" TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY="$library" \
+      TGC_SIM_DRIVER_VERSION=$version "$binary" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' ') \
+      || rc=$?
+    echo "$out"
+    if [ "$rc" != 0 ]; then
+      note "$name $passed/$total versions passed, $version failed"
+      return "$rc"
+    fi
+    passed=$((passed + 1))
+  done
+  note "$name $passed/$total versions passed"
+}
+
+running="the core against the simulated driver"
+gtest_versions "simulated driver" "$build/sim_tests" "$PWD/$build/libtgc_simdriver.so" \
+  12040 12050 13000 13010 13040
 took "the core against the simulated driver, per version"
 # The concurrency tests again under ThreadSanitizer (core and simulated driver instrumented).
+running="ThreadSanitizer"
 tsan=tests/cpp/build-tsan
 cmake -S tests/cpp -B "$tsan" -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1 -g" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
 cmake --build "$tsan" -j2 --target concurrency_tests tgc_simdriver
-for version in 12040 13000 13040; do
-  printf 'ThreadSanitizer, simulated driver %s: ' "$version"
-  TSAN_OPTIONS="halt_on_error=1 exitcode=66" TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY="$PWD/$tsan/libtgc_simdriver.so" \
-    TGC_SIM_DRIVER_VERSION=$version "$tsan/concurrency_tests" --gtest_brief=1 | grep -E '^\[  (PASSED|FAILED) ' | tr '\n' ' '
-  echo
-done
+gtest_versions "ThreadSanitizer, simulated driver" "$tsan/concurrency_tests" "$PWD/$tsan/libtgc_simdriver.so" \
+  12040 13000 13040
 took "ThreadSanitizer"
+running="coverage"
 echo "Line coverage of the driver-facing core (csrc/core), C++ tests with the simulated driver:"
-$PY -m gcovr --root . --filter 'csrc/core/' --gcov-ignore-parse-errors=negative_hits.warn_once_per_file "$build"
+$PY -m gcovr --root . --filter 'csrc/core/' --gcov-ignore-parse-errors=negative_hits.warn_once_per_file "$build" \
+  | tee "$logs/coverage.txt"
+coverage=$(grep -E '^TOTAL' "$logs/coverage.txt" | grep -oE '[0-9.]+%' | tail -n 1 || true)
+note "coverage ${coverage:-unknown} of csrc/core"
 
+running="the C++ package and example"
 echo "The C++ package and the LibTorch example (examples/cpp) build against the installed torch:"
 bash scripts/build_cpp_example.sh --no-run
+note "C++ example built"
 
 took "coverage, C++ package and example"
+running="mypy"
 echo "mypy --strict on the public package:"
 $PY -m mypy --strict torch_green_contexts
+note "mypy ok"
 
 # Python tests; TGC_TEST_WHEEL=1 also builds a wheel and installs it in a fresh venv.
-TGC_TEST_WHEEL=1 $PY -m pytest tests -q -rs -p no:cacheprovider
+running="pytest"
+rc=0
+TGC_TEST_WHEEL=1 $PY -m pytest tests -q -rs -p no:cacheprovider 2>&1 | tee "$logs/pytest.txt" || rc=$?
+result=$(grep -E '[0-9]+ (passed|failed|skipped|errors?)' "$logs/pytest.txt" | grep -E ' in [0-9.]+s' | tail -n 1 || true)
+pytest_count() { echo "$result" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
+if [ -n "$result" ]; then
+  errors=$(pytest_count 'errors?')
+  note "pytest $(pytest_count passed) passed, $(pytest_count failed) failed, $(pytest_count skipped) skipped$(
+    [ "$errors" = 0 ] || echo ", $errors errors")"
+fi
+[ "$rc" = 0 ] || exit "$rc"
 took "mypy and the Python tests"
+
+# The documentation, with the API reference from the docstrings: Sphinx, warnings as errors.
+running="docs"
+PYTHON=$PY bash scripts/build_docs.sh
+note "docs built"
+took "docs (Sphinx, warnings as errors)"
 
 # The oldest supported torch: install, build, wheel, the no-GPU tests and the C++ example in a
 # fresh virtual environment, on a copy of the tracked files (the build there replaces the
 # checkout's compiled extension).
 if [ "${TGC_SKIP_OLDEST:-0}" != 1 ]; then
+  running="torch $OLDEST_TORCH"
   copy=$(mktemp -d)
-  trap 'rm -rf "$headers" "$copy"' EXIT
+  cleanup+=("$copy")
   git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$copy"
   echo "torch $OLDEST_TORCH, the oldest supported release, in a virtual environment:"
-  MAX_JOBS=${MAX_JOBS:-2} PYTHON=$PY bash "$copy/scripts/compat_matrix.sh" "$OLDEST_TORCH"
+  rc=0
+  MAX_JOBS=${MAX_JOBS:-2} PYTHON=$PY bash "$copy/scripts/compat_matrix.sh" "$OLDEST_TORCH" 2>&1 \
+    | tee "$logs/oldest.txt" || rc=$?
+  # "  tests          ok       57s  (150 passed, 0 failed, 119 skipped, 0 errors)"
+  oldest=$(grep -oE '\([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped, [0-9]+ errors\)' "$logs/oldest.txt" \
+    | tail -n 1 | tr -d '()' || true)
+  verdict=$(grep -oE "torch $OLDEST_TORCH: (ok|FAILED)" "$logs/oldest.txt" | tail -n 1 | sed 's/.*: //' || true)
+  note "torch $OLDEST_TORCH ${verdict:-FAILED}${oldest:+: $oldest}"
+  [ "$rc" = 0 ] || exit "$rc"
   took "torch $OLDEST_TORCH in a virtual environment"
+else
+  note "torch $OLDEST_TORCH skipped (TGC_SKIP_OLDEST=1)"
 fi

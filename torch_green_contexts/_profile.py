@@ -103,7 +103,7 @@ class LatencyProfile:
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per SM count, one column per parameter, each cell the
-        ``percentile`` latency (us) under the load (idle for the row of all SMs, marked *)."""
+        ``percentile`` latency (us) under the load (idle for the row of all SMs, marked ``*``)."""
         q = _check_percentile(percentile)
         head = "| SMs | " + " | ".join(f"p={p:g}" for p in self.params) + " |"
         lines = [f"p{q} latency (us) of the step under the load on the rest (* idle: no SM left for the load)",
