@@ -8,12 +8,18 @@ batch work lose?" on the GPU it runs on::
     result = sizing.measure(decode_step, load=prefill_chunk)
     print(result.table())
     sms = result.smallest_meeting(deadline_us=2000)       # p99 under load, or None
+    if sms is None:
+        raise SystemExit("no partition meets 2000 us beside the load")
     latency, batch = GreenContext.split(num_sms=(sms, 0), backfill=(False, True))
 
 For every candidate SM count it splits the device into (count, rest), times ``fn`` on the
 first partition with CUDA events (idle, and with ``load`` kept queued on the rest), and
 measures the load's rate there; the same figures on plain streams are measured in the same run,
 interleaved with the rest in a new order each round, so that every row can be read against them.
+
+:func:`profile` does the same for a step that depends on a parameter (a decode step per batch
+size), and returns a :class:`LatencyProfile` that :class:`~torch_green_contexts.policy.SplitPolicy`
+reads per step.
 """
 
 from __future__ import annotations
