@@ -63,6 +63,26 @@ std::optional<WorkqueueConfig> workqueue_config(const std::optional<std::string>
   return config;
 }
 
+// torch_green_contexts.DriverError (defined in Python, so that it documents and types itself),
+// looked up once; never released, as exception types live as long as the interpreter.
+PyObject* driver_error_type() {
+  static PyObject* type =
+      py::object(py::module_::import("torch_green_contexts._errors").attr("DriverError")).release().ptr();
+  return type;
+}
+
+// Raises `error` as torch_green_contexts.DriverError with its call, code and name as attributes
+// and its message unchanged; as a plain RuntimeError should making that exception fail.
+void set_driver_error(const tgc::DriverError& error) {
+  try {
+    py::object exception = py::reinterpret_borrow<py::object>(driver_error_type())(
+        py::str(error.what()), error.call(), error.code(), error.name());
+    PyErr_SetObject(driver_error_type(), exception.ptr());
+  } catch (const py::error_already_set&) {
+    PyErr_SetString(PyExc_RuntimeError, error.what());
+  }
+}
+
 void route_warnings_to_python() {
   set_warning_handler([](const std::string& message) {
     if (!Py_IsInitialized()) throw std::runtime_error("interpreter gone");
@@ -83,8 +103,11 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const tgc::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const tgc::DriverError& e) {
+      set_driver_error(e);
     }
   });
+  driver_error_type();  // imported now: a translator should not be the first to import
   route_warnings_to_python();
 
   py::class_<SmPartition, std::shared_ptr<SmPartition>>(m, "_SmPartition")

@@ -9,6 +9,7 @@ from 12.4, without cuda-python, with disjoint splits on every driver.
 
 from __future__ import annotations
 
+from ._errors import DriverError as DriverError
 from ._green_context import GreenContext as GreenContext
 from ._install import install as install
 from ._install import installed as installed

@@ -59,7 +59,8 @@ void DriverApi::load() {
   }
   abi::CUresult result = get_version(&version_);
   if (result != abi::CUDA_SUCCESS) {
-    throw std::runtime_error("cuDriverGetVersion failed with CUresult " + std::to_string(result));
+    // Nothing resolved yet: the error is named by its code only.
+    throw DriverError("cuDriverGetVersion", result, error_name(result), error_text(result));
   }
   // cuGetProcAddress_v2 exists from driver 12.0 on. An older driver keeps an empty table:
   // every feature then reports the version it needs.
@@ -81,10 +82,7 @@ void DriverApi::load() {
 
   result = init(0);
   if (result != abi::CUDA_SUCCESS) {
-    if (cuGetErrorName != nullptr) {
-      throw DriverError("cuInit", result, error_name(result), error_text(result));
-    }
-    throw std::runtime_error("cuInit failed with CUresult " + std::to_string(result));
+    throw DriverError("cuInit", result, error_name(result), error_text(result));
   }
   pthread_atfork(nullptr, nullptr, [] { g_forked_after_init.store(true); });
 }
