@@ -247,6 +247,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("installed_driver_version", &installed_driver_version,
         "The installed driver's version without initialising CUDA; 0 if none is installed.");
   m.def("driver_library", &loaded_driver_library);
+  m.def("driver_initialized", &driver_initialized,
+        "Whether the driver is initialised in this process (by anyone), asked without initialising it.");
   m.def("format_driver_version", &format_driver_version);
   m.def("device_count", &device_count);
   m.def("device_sm_count", &device_sm_count, py::arg("device"));
@@ -256,6 +258,8 @@ PYBIND11_MODULE(_C, m) {
     ComputeCapability cc = device_compute_capability(device);
     return py::make_tuple(cc.major, cc.minor);
   });
+  m.def("locality_domain_count", &device_locality_domain_count, py::arg("device"),
+        "The device's locality-domain count (driver 13.4+); makes no context.");
   m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
   m.def("current_device", &torch_bridge::current_device);
   m.def("live_counts", [] {

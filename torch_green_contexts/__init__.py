@@ -14,6 +14,8 @@ from ._green_context import GreenContext as GreenContext
 from ._install import install as install
 from ._install import installed as installed
 from ._install import uninstall as uninstall
+from ._locality import get_num_locality_domains as get_num_locality_domains
+from ._locality import is_localization_supported as is_localization_supported
 from ._native import _C as _C
 from ._probe import observed_sm_ids as observed_sm_ids
 from ._sm_partition import SMPartition as SMPartition

@@ -169,6 +169,21 @@ int installed_driver_version() noexcept {
   return version;
 }
 
+bool driver_initialized() noexcept {
+  std::string error;
+  void* handle = open_library(library_name(), &error);
+  if (handle == nullptr) return false;
+  // The driver library exports cuDeviceGet under its plain name; before cuInit it answers
+  // CUDA_ERROR_NOT_INITIALIZED and does nothing else.
+  using cuDeviceGet_t = abi::CUresult (*)(abi::CUdevice*, int);
+  auto device_get = reinterpret_cast<cuDeviceGet_t>(dlsym(handle, "cuDeviceGet"));
+  abi::CUdevice device = 0;
+  const bool initialized =
+      device_get != nullptr && device_get(&device, 0) != abi::CUDA_ERROR_NOT_INITIALIZED;
+  dlclose(handle);
+  return initialized;
+}
+
 void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept {
   if (result == abi::CUDA_SUCCESS || result == abi::CUDA_ERROR_DEINITIALIZED) return;
   try {

@@ -43,6 +43,9 @@ static_assert(ours::CUDA_ERROR_DEINITIALIZED == CUDA_ERROR_DEINITIALIZED, "deini
 static_assert(ours::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "attr");
 static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "attr");
+static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
+                  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "attr");
+static_assert(ours::CUDA_ERROR_NOT_INITIALIZED == CUDA_ERROR_NOT_INITIALIZED, "not initialized");
 
 #if CUDA_VERSION >= 13010
 SAME_FIELD(ours::CUdevResource, CUdevResource, wqConfig);
@@ -72,6 +75,8 @@ SAME_FIELD(ours::CU_DEV_SM_RESOURCE_GROUP_PARAMS, CU_DEV_SM_RESOURCE_GROUP_PARAM
 static_assert(sizeof(ours::CUdevSmResource) == sizeof(CUdevSmResource), "sm resource size");
 static_assert(ours::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID == CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID,
               "locality flag");
+static_assert(ours::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT == CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT,
+              "locality domain count attribute");
 #endif
 
 TEST(AbiLayout, MatchesHeader) {

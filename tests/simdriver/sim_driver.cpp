@@ -307,6 +307,10 @@ CUresult sim_cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = s.config.sm_count; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = s.config.cc_major; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT:  // an attribute of 13.4 drivers
+      if (s.config.version < 13040) return CUDA_ERROR_INVALID_VALUE;
+      *value = s.config.locality_domains > 0 ? s.config.locality_domains : 1;
+      return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -878,6 +882,10 @@ CUresult cuInit(unsigned flags) {
   s.initialised = true;
   return CUDA_SUCCESS;
 }
+
+// A real driver exports its entry points by name too; the core asks cuDeviceGet this way
+// whether the driver is initialised, without initialising it.
+CUresult cuDeviceGet(CUdevice* device, int ordinal) { return sim_cuDeviceGet(device, ordinal); }
 
 CUresult cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;

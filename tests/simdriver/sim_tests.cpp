@@ -209,6 +209,17 @@ TEST_F(DriverTable, DeviceQueries) {
   EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
   EXPECT_EQ(whole.min_partition_size(), version() >= 13000 ? 8u : 0u);
   EXPECT_TRUE(whole.splittable());
+  EXPECT_TRUE(driver_initialized());
+  if (version() >= 13040) {
+    EXPECT_EQ(device_locality_domain_count(0), 2);
+  } else {
+    try {
+      device_locality_domain_count(0);
+      FAIL() << "no error below 13.4";
+    } catch (const FeatureUnavailableError& e) {
+      EXPECT_NE(std::string(e.what()).find("locality domains needs CUDA driver 13.4"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(Contexts, CreateStreamsAndDestroy) {
@@ -1257,6 +1268,7 @@ TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
     }
   }
   EXPECT_EQ(installed_driver_version(), version());  // the version needs no cuInit
+  EXPECT_FALSE(driver_initialized());
 }
 
 // ---- StreamFence: layouts of green-context streams ordered after one another ---------------
