@@ -20,6 +20,7 @@
 #include "core/sm_probe.h"
 #include "core/split.h"
 #include "core/stream_fence.h"
+#include "core/stream_sm_count.h"
 #include "core/warnings.h"
 #include "torch/torch_bridge.h"
 
@@ -260,6 +261,16 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("locality_domain_count", &device_locality_domain_count, py::arg("device"),
         "The device's locality-domain count (driver 13.4+); makes no context.");
+  // Per kernel launch: kept with the GIL, a few driver queries that never wait.
+  m.def(
+      "stream_sm_count",
+      [](std::uintptr_t stream, int device) { return stream_sm_count(reinterpret_cast<tgc::abi::CUstream>(stream), device); },
+      py::arg("stream"), py::arg("device"));
+  m.def("current_stream_sm_count", [] {
+    auto [stream, device] = torch_bridge::current_stream();
+    return stream_sm_count(stream, device);
+  });
+  m.def("remembered_green_contexts", &remembered_green_contexts);
   m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
   m.def("current_device", &torch_bridge::current_device);
   m.def("live_counts", [] {

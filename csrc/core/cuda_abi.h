@@ -55,6 +55,11 @@ constexpr int CU_GET_PROC_ADDRESS_SUCCESS = 0;
 constexpr int CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1;
 constexpr int CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2;
 
+// The special stream handles besides NULL (the current context's default stream), as cuda.h
+// defines them (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+constexpr std::uintptr_t CU_STREAM_LEGACY_HANDLE = 0x1;
+constexpr std::uintptr_t CU_STREAM_PER_THREAD_HANDLE = 0x2;
+
 constexpr unsigned CU_GREEN_CTX_DEFAULT_STREAM = 0x1;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;

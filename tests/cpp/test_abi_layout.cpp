@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/cuda_abi.h"
 
@@ -86,4 +87,10 @@ TEST(AbiLayout, MatchesHeader) {
 #if CUDA_VERSION >= 13040
   EXPECT_EQ(sizeof(ours::CUdevSmResource), sizeof(CUdevSmResource));
 #endif
+}
+
+TEST(AbiLayout, SpecialStreamHandles) {
+  // cuda.h defines them as casts, which no constant expression may contain.
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(CU_STREAM_LEGACY), ours::CU_STREAM_LEGACY_HANDLE);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(CU_STREAM_PER_THREAD), ours::CU_STREAM_PER_THREAD_HANDLE);
 }

@@ -783,6 +783,23 @@ CUresult sim_cuCtxFromGreenCtx(CUcontext* out, CUgreenCtx green) {
   return CUDA_SUCCESS;
 }
 
+// The green context a stream belongs to (null: a regular context's). NULL and the special
+// handles stand for the default stream of the current context, as documented.
+CUresult sim_cuStreamGetGreenCtx(CUstream stream, CUgreenCtx* out) {
+  ENTER("cuStreamGetGreenCtx");
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto value = reinterpret_cast<std::uintptr_t>(stream);
+  if (value <= 2) {  // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+    if (t_context_stack.empty()) return kInvalidContext;
+    *out = reinterpret_cast<CUgreenCtx>(green_of_context(t_context_stack.back()));
+    return CUDA_SUCCESS;
+  }
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (!valid_stream(st)) return kInvalidHandle;
+  *out = reinterpret_cast<CUgreenCtx>(st->green);
+  return CUDA_SUCCESS;
+}
+
 CUresult sim_cuGreenCtxStreamCreate(CUstream* out, CUgreenCtx green, unsigned flags, int priority) {
   ENTER("cuGreenCtxStreamCreate");
   auto* g = reinterpret_cast<GreenCtx*>(green);
@@ -839,6 +856,7 @@ const std::vector<Entry>& entries() {
       {"cuGreenCtxCreate", 12040, reinterpret_cast<void*>(&sim_cuGreenCtxCreate)},
       {"cuGreenCtxDestroy", 12040, reinterpret_cast<void*>(&sim_cuGreenCtxDestroy)},
       {"cuCtxFromGreenCtx", 12040, reinterpret_cast<void*>(&sim_cuCtxFromGreenCtx)},
+      {"cuStreamGetGreenCtx", 12040, reinterpret_cast<void*>(&sim_cuStreamGetGreenCtx)},
       {"cuGreenCtxStreamCreate", 12050, reinterpret_cast<void*>(&sim_cuGreenCtxStreamCreate)},
       {"cuDevSmResourceSplit", 13010, reinterpret_cast<void*>(&sim_cuDevSmResourceSplit)},
   };
