@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any, Callable
 
-SUITES = ("memory", "stream", "create", "churn", "isolation", "fidelity", "layouts", "membound", "pd")
+SUITES = ("memory", "stream", "sm_count", "create", "churn", "isolation", "fidelity", "layouts", "membound", "pd")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, Callable[[], Any]] = {
         "memory": lambda: host_costs.memory_cost(device, builtin, contexts=4 if q else 16),
         "stream": lambda: host_costs.stream_cost(device, builtin, rounds=200 if q else 2000),
+        "sm_count": lambda: host_costs.sm_count_cost(device, builtin, rounds=200 if q else 2000),
         "create": lambda: host_costs.create_cost(device, builtin, rounds=8 if q else 300,
                                                  split_sms=(16, results["environment"]["sm_count"] - 16)),
         "churn": lambda: churn.run(device, builtin, cycles=20 if q else 200),

@@ -1,5 +1,6 @@
-"""Host-side costs: Stream(), GreenContext(num_sms=16), GreenContext.split, and the host and
-device memory that contexts and streams hold. Variants are interleaved round by round."""
+"""Host-side costs: Stream(), GreenContext(num_sms=16), GreenContext.split, sm_count(stream), and
+the host and device memory that contexts and streams hold. Variants are interleaved round by
+round."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Callable
 
 import torch
 
-from torch_green_contexts import GreenContext, _C
+from torch_green_contexts import GreenContext, _C, sm_count
 from torch_green_contexts._device import resolve_device
 from torch_green_contexts._validation import as_count
 
@@ -55,6 +56,54 @@ def stream_cost(device: int, builtin: Builtin, rounds: int = 2000, warmup: int =
     finally:
         gc.enable()
     return {"unit": "us", "rounds": rounds, "results": _collect(times)}
+
+
+def sm_count_cost(device: int, builtin: Builtin, rounds: int = 2000, batch: int = 50,
+                  warmup: int = 200) -> dict[str, Any]:
+    """Microseconds per sm_count() call, as a kernel launcher would make it before every launch,
+    for each kind of stream it answers differently: a stream of GreenContext.Stream() (answered
+    from its context), the same stream wrapped by PyTorch as an ExternalStream (asked of the
+    driver, then looked up), a plain torch.cuda.Stream() and the current (default) stream (the
+    driver says: no green context), and a stream of PyTorch's own green contexts (the driver is
+    asked for the stream's context and its SMs). Beside them, what code calls today to size a
+    grid: torch.cuda.get_device_properties(device).multi_processor_count. Each sample is the mean
+    of `batch` consecutive calls (one call is near the clock's resolution)."""
+    ours = GreenContext(num_sms=16, device_id=device)
+    green = ours.Stream()
+    external = torch.cuda.ExternalStream(green.cuda_stream, device=torch.device("cuda", device))
+    plain = torch.cuda.Stream(device=device)
+    calls: dict[str, Callable[[], Any]] = {
+        "ours: sm_count(GreenContext.Stream())": lambda: sm_count(green),
+        "ours: sm_count(the same stream as an ExternalStream)": lambda: sm_count(external),
+        "ours: sm_count(torch.cuda.Stream())": lambda: sm_count(plain),
+        "ours: sm_count() on the default stream": sm_count,
+        "torch.cuda.get_device_properties(device).multi_processor_count":
+            lambda: torch.cuda.get_device_properties(device).multi_processor_count,
+    }
+    reference = None
+    if builtin.available:
+        reference = builtin.create(16, device)
+        foreign = reference.Stream()
+        calls["ours: sm_count(stream of torch's built-in GreenContext)"] = lambda: sm_count(foreign)
+    answers = {name: fn() for name, fn in calls.items()}
+    for fn in calls.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    gc.collect()
+    gc.disable()
+    try:
+        for _, name in interleaved(list(calls), rounds):
+            fn = calls[name]
+            start = time.perf_counter_ns()
+            for _ in range(batch):
+                fn()
+            times[name].append((time.perf_counter_ns() - start) / batch)
+    finally:
+        gc.enable()
+    del reference
+    return {"unit": "us", "rounds": rounds, "batch": batch, "answers": answers,
+            "results": {name: summarize([t / NS_PER_US for t in values]) for name, values in times.items()}}
 
 
 def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 60,

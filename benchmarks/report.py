@@ -23,6 +23,12 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         builtin = r.get("torch built-in: GreenContext.Stream()", {}).get("median")
         out.append(target("Stream() median host cost", r[STREAM_OURS]["median"], 2.0, unit="us",
                           detail="torch built-in: " + (f"{builtin:.2f} us" if builtin else "n/a")))
+    counts = results.get("sm_count")
+    if counts:
+        ours = {name: s for name, s in counts["results"].items() if name.startswith("ours:")}
+        slowest = max(ours, key=lambda name: ours[name]["median"])
+        out.append(target("sm_count(stream) host cost per call, slowest kind of stream (median)",
+                          ours[slowest]["median"], 1.0, unit="us", detail=slowest))
     create = results.get("create")
     if create:
         c = create["create"]
@@ -96,6 +102,14 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _table(["variant", "median", "p10", "p90", "p99"], [
             [name, _f(s["median"]), _f(s["p10"]), _f(s["p90"]), _f(s["p99"])]
             for name, s in stream["results"].items()]) + [""]
+    counts = results.get("sm_count")
+    if counts:
+        lines += [f"## sm_count(stream): host cost per call, us ({counts['rounds']} interleaved rounds of "
+                  f"{counts['batch']} calls)", ""]
+        lines += _table(["variant", "median", "p10", "p90", "p99", "answer"], [
+            [name, _f(s["median"], 3), _f(s["p10"], 3), _f(s["p90"], 3), _f(s["p99"], 3),
+             counts["answers"].get(name, "")]
+            for name, s in counts["results"].items()]) + [""]
     create = results.get("create")
     if create:
         lines += [f"## Creating and destroying contexts, us ({create['rounds']} interleaved rounds)", ""]

@@ -20,6 +20,7 @@
 #include "core/sm_probe.h"
 #include "core/split.h"
 #include "core/stream_fence.h"
+#include "core/stream_sm_count.h"
 #include "core/warnings.h"
 #include "torch/torch_bridge.h"
 
@@ -75,6 +76,26 @@ std::optional<WorkqueueConfig> workqueue_config(const std::optional<std::string>
   return config;
 }
 
+// torch_green_contexts.DriverError (defined in Python, so that it documents and types itself),
+// looked up once; never released, as exception types live as long as the interpreter.
+PyObject* driver_error_type() {
+  static PyObject* type =
+      py::object(py::module_::import("torch_green_contexts._errors").attr("DriverError")).release().ptr();
+  return type;
+}
+
+// Raises `error` as torch_green_contexts.DriverError with its call, code and name as attributes
+// and its message unchanged; as a plain RuntimeError should making that exception fail.
+void set_driver_error(const tgc::DriverError& error) {
+  try {
+    py::object exception = py::reinterpret_borrow<py::object>(driver_error_type())(
+        py::str(error.what()), error.call(), error.code(), error.name());
+    PyErr_SetObject(driver_error_type(), exception.ptr());
+  } catch (const py::error_already_set&) {
+    PyErr_SetString(PyExc_RuntimeError, error.what());
+  }
+}
+
 void route_warnings_to_python() {
   set_warning_handler([](const std::string& message) {
     if (!Py_IsInitialized()) throw std::runtime_error("interpreter gone");
@@ -95,8 +116,11 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const tgc::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const tgc::DriverError& e) {
+      set_driver_error(e);
     }
   });
+  driver_error_type();  // imported now: a translator should not be the first to import
   route_warnings_to_python();
 
   py::class_<SmPartition, std::shared_ptr<SmPartition>>(m, "_SmPartition")
@@ -260,6 +284,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("installed_driver_version", &installed_driver_version,
         "The installed driver's version without initialising CUDA; 0 if none is installed.");
   m.def("driver_library", &loaded_driver_library);
+  m.def("driver_initialized", &driver_initialized,
+        "Whether the driver is initialised in this process (by anyone), asked without initialising it.");
   m.def("format_driver_version", &format_driver_version);
   m.def("device_count", &device_count);
   m.def("device_sm_count", &device_sm_count, py::arg("device"));
@@ -269,6 +295,18 @@ PYBIND11_MODULE(_C, m) {
     ComputeCapability cc = device_compute_capability(device);
     return py::make_tuple(cc.major, cc.minor);
   });
+  m.def("locality_domain_count", &device_locality_domain_count, py::arg("device"),
+        "The device's locality-domain count (driver 13.4+); makes no context.");
+  // Per kernel launch: kept with the GIL, a few driver queries that never wait.
+  m.def(
+      "stream_sm_count",
+      [](std::uintptr_t stream, int device) { return stream_sm_count(reinterpret_cast<tgc::abi::CUstream>(stream), device); },
+      py::arg("stream"), py::arg("device"));
+  m.def("current_stream_sm_count", [] {
+    auto [stream, device] = torch_bridge::current_stream();
+    return stream_sm_count(stream, device);
+  });
+  m.def("remembered_green_contexts", &remembered_green_contexts);
   m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
   m.def("current_device", &torch_bridge::current_device);
   m.def("live_counts", [] {

@@ -113,6 +113,24 @@ def test_targets_and_table_from_synthetic_results():
     assert "| driver: create + destroy only | 200 | 4096 | 1697 |" in text
 
 
+def test_sm_count_costs_in_targets_and_table():
+    results = _synthetic()
+    results["sm_count"] = {
+        "rounds": 10, "batch": 50,
+        "answers": {"ours: sm_count(GreenContext.Stream())": 16, "ours: sm_count(torch.cuda.Stream())": 132},
+        "results": {"ours: sm_count(GreenContext.Stream())": summarize([0.2] * 10),
+                    "ours: sm_count(torch.cuda.Stream())": summarize([0.45] * 10),
+                    "torch.cuda.get_device_properties(device).multi_processor_count": summarize([2.0] * 10)},
+    }
+    checks = {t["name"]: t for t in report.targets(results)}
+    cost = checks["sm_count(stream) host cost per call, slowest kind of stream (median)"]
+    assert cost["measured"] == pytest.approx(0.45) and cost["met"] is True
+    assert cost["detail"] == "ours: sm_count(torch.cuda.Stream())"
+    text = report.markdown(results)
+    assert "## sm_count(stream): host cost per call, us (10 interleaved rounds of 50 calls)" in text
+    assert "| ours: sm_count(torch.cuda.Stream()) | 0.450 | 0.450 | 0.450 | 0.450 | 132 |" in text
+
+
 def test_plots_written_when_matplotlib_is_there(tmp_path):
     pytest.importorskip("matplotlib")
     written = report.plots(_synthetic(), str(tmp_path))

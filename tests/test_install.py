@@ -35,6 +35,69 @@ def test_install_and_uninstall():
     assert result.stdout.strip() == "ok", result.stdout + result.stderr
 
 
+NAMES = ("GreenContext", "SMPartition", "get_num_locality_domains", "is_localization_supported")
+
+
+def test_install_covers_the_whole_module():
+    result = _run(
+        f"""
+        import sys, types, torch
+        import torch_green_contexts as tgc
+        names = {NAMES!r}
+        try:
+            import torch.cuda.green_contexts as module
+            theirs = {{name: getattr(module, name, None) for name in names}}
+        except Exception:
+            theirs = None
+        tgc.install()
+        assert tgc.installed()
+        module = sys.modules["torch.cuda.green_contexts"]
+        for name in names:
+            assert getattr(module, name) is getattr(tgc, name), name
+        from torch.cuda.green_contexts import get_num_locality_domains, is_localization_supported
+        assert get_num_locality_domains is tgc.get_num_locality_domains
+        assert is_localization_supported is tgc.is_localization_supported
+        if theirs is None or theirs["GreenContext"] is None:
+            assert module.__all__ == list(names)
+        # One name put back by someone else: not installed any more; install() puts it right.
+        original = module.is_localization_supported
+        module.is_localization_supported = lambda device_id=None: False
+        assert not tgc.installed()
+        tgc.install()
+        assert tgc.installed() and module.is_localization_supported is original
+        tgc.uninstall()
+        assert not tgc.installed()
+        if theirs is not None:
+            module = sys.modules["torch.cuda.green_contexts"]
+            for name in names:
+                assert getattr(module, name, None) is theirs[name], name
+        print("ok")
+        """
+    )
+    assert result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+def test_install_without_torchs_module():
+    """A torch whose module is missing (or cannot load): install() provides all of it."""
+    result = _run(
+        f"""
+        import sys, torch, torch.cuda
+        sys.modules["torch.cuda.green_contexts"] = None  # import fails, as where it is absent
+        if hasattr(torch.cuda, "green_contexts"):
+            delattr(torch.cuda, "green_contexts")
+        import torch_green_contexts as tgc
+        tgc.install()
+        import torch.cuda.green_contexts as module
+        assert module.__all__ == list({NAMES!r}) and tgc.installed()
+        assert torch.cuda.green_contexts.get_num_locality_domains is tgc.get_num_locality_domains
+        tgc.uninstall()
+        assert "torch.cuda.green_contexts" not in sys.modules and not tgc.installed()
+        print("ok")
+        """
+    )
+    assert result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
 def test_runner_installs_before_the_program(tmp_path):
     (tmp_path / "user_helper.py").write_text("VALUE = 7\n")
     script = tmp_path / "user_program.py"

@@ -64,6 +64,7 @@ def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
                    timeout=600)
     code = ("import torch_green_contexts as t, torch_green_contexts._native as n, torch; "
+            "import torch_green_contexts.compat.flashinfer, torch_green_contexts.compat.sglang; "
             "assert n.BUILT_AGAINST_TORCH == torch.__version__; "
             "assert 'site-packages' in t.__file__, t.__file__; "
             "print(t.__version__, t._C.installed_driver_version() >= 0)")
@@ -71,7 +72,9 @@ def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0.1.0", "True"]
-    assert any(name.endswith("py.typed") for name in _wheel_files(wheel))
+    files = _wheel_files(wheel)
+    assert any(name.endswith("py.typed") for name in files)
+    assert "torch_green_contexts/compat/flashinfer.py" in files and "torch_green_contexts/compat/sglang.py" in files
 
 
 def _wheel_files(wheel):

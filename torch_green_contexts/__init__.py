@@ -9,12 +9,17 @@ from 12.4, without cuda-python, with disjoint splits on every driver.
 
 from __future__ import annotations
 
+from ._available import is_available as is_available
+from ._errors import DriverError as DriverError
 from ._green_context import GreenContext as GreenContext
 from ._install import install as install
 from ._install import installed as installed
 from ._install import uninstall as uninstall
+from ._locality import get_num_locality_domains as get_num_locality_domains
+from ._locality import is_localization_supported as is_localization_supported
 from ._native import _C as _C
 from ._probe import observed_sm_ids as observed_sm_ids
+from ._sm_count import sm_count as sm_count
 from ._sm_partition import SMPartition as SMPartition
 
 __all__ = ["GreenContext", "SMPartition"]

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "driver_api.h"
+#include "stream_sm_count.h"
 
 namespace tgc {
 
@@ -59,7 +60,10 @@ ContextHandles::~ContextHandles() {
   stream_pools.clear();
   if (green_ctx == nullptr) return;
   try {
-    warn_if_cleanup_failed(driver().cuGreenCtxDestroy(green_ctx), "cuGreenCtxDestroy");
+    const DriverApi& api = driver();
+    // Forgotten first: once destroyed, the driver may hand the handle out again.
+    forget_green_context(green_ctx);
+    warn_if_cleanup_failed(api.cuGreenCtxDestroy(green_ctx), "cuGreenCtxDestroy");
   } catch (...) {
   }
 }

@@ -48,11 +48,17 @@ constexpr CUresult CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915;
 constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT = 149;  // 13.4
 
 // CUdriverProcAddressQueryResult.
 constexpr int CU_GET_PROC_ADDRESS_SUCCESS = 0;
 constexpr int CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1;
 constexpr int CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2;
+
+// The special stream handles besides NULL (the current context's default stream), as cuda.h
+// defines them (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+constexpr std::uintptr_t CU_STREAM_LEGACY_HANDLE = 0x1;
+constexpr std::uintptr_t CU_STREAM_PER_THREAD_HANDLE = 0x2;
 
 constexpr unsigned CU_GREEN_CTX_DEFAULT_STREAM = 0x1;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;

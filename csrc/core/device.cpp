@@ -49,6 +49,11 @@ ComputeCapability device_compute_capability(int ordinal) {
           attribute(ordinal, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)};
 }
 
+int device_locality_domain_count(int ordinal) {
+  driver().require_version("locality domains", feature_version::kLocalityDomains);
+  return attribute(ordinal, abi::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT);
+}
+
 unsigned default_coscheduling_alignment(int ordinal) {
   return device_compute_capability(ordinal).major >= 9 ? 8u : 2u;
 }

@@ -21,6 +21,10 @@ struct ComputeCapability {
 };
 ComputeCapability device_compute_capability(int ordinal);
 
+// The device's locality-domain count as the driver reports it (driver 13.4+;
+// FeatureUnavailableError before). Makes no context.
+int device_locality_domain_count(int ordinal);
+
 // The co-scheduling alignment the driver applies by default on this architecture
 // (8 on compute capability 9.0+, 2 before), for drivers older than 13.0, which do not
 // report it in the resource.

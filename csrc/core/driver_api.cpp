@@ -59,7 +59,8 @@ void DriverApi::load() {
   }
   abi::CUresult result = get_version(&version_);
   if (result != abi::CUDA_SUCCESS) {
-    throw std::runtime_error("cuDriverGetVersion failed with CUresult " + std::to_string(result));
+    // Nothing resolved yet: the error is named by its code only.
+    throw DriverError("cuDriverGetVersion", result, error_name(result), error_text(result));
   }
   // cuGetProcAddress_v2 exists from driver 12.0 on. An older driver keeps an empty table:
   // every feature then reports the version it needs.
@@ -81,10 +82,7 @@ void DriverApi::load() {
 
   result = init(0);
   if (result != abi::CUDA_SUCCESS) {
-    if (cuGetErrorName != nullptr) {
-      throw DriverError("cuInit", result, error_name(result), error_text(result));
-    }
-    throw std::runtime_error("cuInit failed with CUresult " + std::to_string(result));
+    throw DriverError("cuInit", result, error_name(result), error_text(result));
   }
   pthread_atfork(nullptr, nullptr, [] { g_forked_after_init.store(true); });
 }
@@ -169,6 +167,21 @@ int installed_driver_version() noexcept {
   if (get_version == nullptr || get_version(&version) != abi::CUDA_SUCCESS) version = 0;
   dlclose(handle);
   return version;
+}
+
+bool driver_initialized() noexcept {
+  std::string error;
+  void* handle = open_library(library_name(), &error);
+  if (handle == nullptr) return false;
+  // The driver library exports cuDeviceGet under its plain name; before cuInit it answers
+  // CUDA_ERROR_NOT_INITIALIZED and does nothing else.
+  using cuDeviceGet_t = abi::CUresult (*)(abi::CUdevice*, int);
+  auto device_get = reinterpret_cast<cuDeviceGet_t>(dlsym(handle, "cuDeviceGet"));
+  abi::CUdevice device = 0;
+  const bool initialized =
+      device_get != nullptr && device_get(&device, 0) != abi::CUDA_ERROR_NOT_INITIALIZED;
+  dlclose(handle);
+  return initialized;
 }
 
 void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept {

@@ -60,6 +60,7 @@ namespace tgc {
     (abi::CUgreenCtx*, abi::CUdevResourceDesc, abi::CUdevice, unsigned))                         \
   X(cuGreenCtxDestroy, 12040, 12040, abi::CUresult, (abi::CUgreenCtx))                           \
   X(cuCtxFromGreenCtx, 12040, 12040, abi::CUresult, (abi::CUcontext*, abi::CUgreenCtx))          \
+  X(cuStreamGetGreenCtx, 12040, 12040, abi::CUresult, (abi::CUstream, abi::CUgreenCtx*))       \
   X(cuGreenCtxStreamCreate, 12050, 12050, abi::CUresult,                                         \
     (abi::CUstream*, abi::CUgreenCtx, unsigned, int))                                            \
   X(cuDevSmResourceSplit, 13010, 13040, abi::CUresult,                                           \

@@ -30,6 +30,10 @@ std::string loaded_driver_library();
 // Works on machines without a GPU.
 int installed_driver_version() noexcept;
 
+// Whether the driver has been initialised in this process (cuInit, by this package or anyone
+// else, e.g. PyTorch), asked without initialising it; false when no driver can be loaded.
+bool driver_initialized() noexcept;
+
 struct EntryPointStatus {
   std::string name;
   int since;     // first driver version that has it

@@ -16,7 +16,10 @@ std::string feature_message(const std::string& feature, int needed, int found) {
 
 DriverError::DriverError(const std::string& call, abi::CUresult code, const std::string& name,
                          const std::string& text)
-    : std::runtime_error(driver_error_message(call, code, name, text)), call_(call), code_(code) {}
+    : std::runtime_error(driver_error_message(call, code, name, text)),
+      call_(call),
+      code_(code),
+      name_(name) {}
 
 FeatureUnavailableError::FeatureUnavailableError(const std::string& feature, int needed_version,
                                                  int found_version)

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "driver_api.h"
 #include "errors.h"
+#include "stream_sm_count.h"
 #include "warnings.h"
 
 namespace tgc {
@@ -65,6 +66,7 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
   api.check(api.cuGreenCtxGetDevResource(handles->green_ctx, &handles->resource,
                                          abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuGreenCtxGetDevResource");
+  remember_green_context(handles->green_ctx, handles->resource.sm.smCount);
   return handles;
 }
 

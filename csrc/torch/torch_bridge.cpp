@@ -17,6 +17,11 @@ void ensure_primary_context(int ordinal) {
   c10::cuda::device_synchronize();
 }
 
+std::pair<abi::CUstream, int> current_stream() {
+  c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
+  return {reinterpret_cast<abi::CUstream>(stream.stream()), static_cast<int>(stream.device_index())};
+}
+
 c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal) {
   return c10::cuda::getStreamFromExternal(reinterpret_cast<cudaStream_t>(stream),
                                           static_cast<c10::DeviceIndex>(ordinal));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <tuple>
+#include <utility>
 
 #include <c10/cuda/CUDAStream.h>
 
@@ -17,6 +18,9 @@ int current_device();
 // Makes sure device `ordinal`'s primary context exists, initialising it through PyTorch if
 // nobody has yet, so that green contexts share it with PyTorch's allocations and kernels.
 void ensure_primary_context(int ordinal);
+
+// PyTorch's current stream on its current device: the raw handle and the device.
+std::pair<abi::CUstream, int> current_stream();
 
 // A raw stream of device `ordinal` as PyTorch's stream.
 c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal);

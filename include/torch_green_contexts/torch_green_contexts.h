@@ -24,6 +24,7 @@
 #include "core/sm_probe.h"
 #include "core/split.h"
 #include "core/stream_fence.h"
+#include "core/stream_sm_count.h"
 #include "core/warnings.h"
 
 namespace tgc {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/cuda_abi.h"
 
@@ -43,6 +44,9 @@ static_assert(ours::CUDA_ERROR_DEINITIALIZED == CUDA_ERROR_DEINITIALIZED, "deini
 static_assert(ours::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "attr");
 static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "attr");
+static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
+                  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "attr");
+static_assert(ours::CUDA_ERROR_NOT_INITIALIZED == CUDA_ERROR_NOT_INITIALIZED, "not initialized");
 
 #if CUDA_VERSION >= 13010
 SAME_FIELD(ours::CUdevResource, CUdevResource, wqConfig);
@@ -72,6 +76,8 @@ SAME_FIELD(ours::CU_DEV_SM_RESOURCE_GROUP_PARAMS, CU_DEV_SM_RESOURCE_GROUP_PARAM
 static_assert(sizeof(ours::CUdevSmResource) == sizeof(CUdevSmResource), "sm resource size");
 static_assert(ours::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID == CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID,
               "locality flag");
+static_assert(ours::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT == CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT,
+              "locality domain count attribute");
 #endif
 
 TEST(AbiLayout, MatchesHeader) {
@@ -81,4 +87,10 @@ TEST(AbiLayout, MatchesHeader) {
 #if CUDA_VERSION >= 13040
   EXPECT_EQ(sizeof(ours::CUdevSmResource), sizeof(CUdevSmResource));
 #endif
+}
+
+TEST(AbiLayout, SpecialStreamHandles) {
+  // cuda.h defines them as casts, which no constant expression may contain.
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(CU_STREAM_LEGACY), ours::CU_STREAM_LEGACY_HANDLE);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(CU_STREAM_PER_THREAD), ours::CU_STREAM_PER_THREAD_HANDLE);
 }

@@ -14,6 +14,7 @@ using namespace tgc;
 TEST(DriverLoading, MissingLibraryGivesAClearErrorEveryTime) {
   ::setenv(driver_library_env(), "/nonexistent/libcuda-test.so.1", 1);
   EXPECT_EQ(installed_driver_version(), 0);
+  EXPECT_FALSE(driver_initialized());
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
       device_count();

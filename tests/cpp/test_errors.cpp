@@ -26,6 +26,7 @@ TEST(Errors, DriverErrorNamesCallCodeAndText) {
   EXPECT_NE(message.find("invalid resource configuration"), std::string::npos);
   EXPECT_EQ(error.code(), 915);
   EXPECT_EQ(error.call(), "cuGreenCtxCreate");
+  EXPECT_EQ(error.name(), "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION");
 }
 
 TEST(Errors, FeatureUnavailableNamesFeatureAndVersions) {

@@ -16,6 +16,7 @@
 #include "core/green_context.h"
 #include "core/sm_partition.h"
 #include "core/split.h"
+#include "core/stream_sm_count.h"
 #include "group_request.h"
 
 using namespace tgc;
@@ -54,6 +55,7 @@ TEST(Concurrency, ThreadsCreateSplitStreamAndDropContexts) {
           cu::CUstream a = ctx->stream(0);
           cu::CUstream b = ctx->stream(t % 2 ? -1 : 0);
           if (a == nullptr || b == nullptr || ctx->sm_count() < 8) ++errors;
+          if (stream_sm_count(a, 0) != ctx->sm_count() || stream_sm_count(b, 0) != ctx->sm_count()) ++errors;
           SplitResult result = split(SmPartition::from_device(0), {group(8), group(16)});
           std::vector<const SmPartition*> parts;
           for (const SmPartition& g : result.groups) parts.push_back(&g);

@@ -307,6 +307,10 @@ CUresult sim_cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = s.config.sm_count; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = s.config.cc_major; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT:  // an attribute of 13.4 drivers
+      if (s.config.version < 13040) return CUDA_ERROR_INVALID_VALUE;
+      *value = s.config.locality_domains > 0 ? s.config.locality_domains : 1;
+      return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -779,6 +783,23 @@ CUresult sim_cuCtxFromGreenCtx(CUcontext* out, CUgreenCtx green) {
   return CUDA_SUCCESS;
 }
 
+// The green context a stream belongs to (null: a regular context's). NULL and the special
+// handles stand for the default stream of the current context, as documented.
+CUresult sim_cuStreamGetGreenCtx(CUstream stream, CUgreenCtx* out) {
+  ENTER("cuStreamGetGreenCtx");
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto value = reinterpret_cast<std::uintptr_t>(stream);
+  if (value <= 2) {  // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+    if (t_context_stack.empty()) return kInvalidContext;
+    *out = reinterpret_cast<CUgreenCtx>(green_of_context(t_context_stack.back()));
+    return CUDA_SUCCESS;
+  }
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (!valid_stream(st)) return kInvalidHandle;
+  *out = reinterpret_cast<CUgreenCtx>(st->green);
+  return CUDA_SUCCESS;
+}
+
 CUresult sim_cuGreenCtxStreamCreate(CUstream* out, CUgreenCtx green, unsigned flags, int priority) {
   ENTER("cuGreenCtxStreamCreate");
   auto* g = reinterpret_cast<GreenCtx*>(green);
@@ -835,6 +856,7 @@ const std::vector<Entry>& entries() {
       {"cuGreenCtxCreate", 12040, reinterpret_cast<void*>(&sim_cuGreenCtxCreate)},
       {"cuGreenCtxDestroy", 12040, reinterpret_cast<void*>(&sim_cuGreenCtxDestroy)},
       {"cuCtxFromGreenCtx", 12040, reinterpret_cast<void*>(&sim_cuCtxFromGreenCtx)},
+      {"cuStreamGetGreenCtx", 12040, reinterpret_cast<void*>(&sim_cuStreamGetGreenCtx)},
       {"cuGreenCtxStreamCreate", 12050, reinterpret_cast<void*>(&sim_cuGreenCtxStreamCreate)},
       {"cuDevSmResourceSplit", 13010, reinterpret_cast<void*>(&sim_cuDevSmResourceSplit)},
   };
@@ -878,6 +900,10 @@ CUresult cuInit(unsigned flags) {
   s.initialised = true;
   return CUDA_SUCCESS;
 }
+
+// A real driver exports its entry points by name too; the core asks cuDeviceGet this way
+// whether the driver is initialised, without initialising it.
+CUresult cuDeviceGet(CUdevice* device, int ordinal) { return sim_cuDeviceGet(device, ordinal); }
 
 CUresult cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -31,6 +31,7 @@
 #include "core/sm_probe.h"
 #include "core/split.h"
 #include "core/stream_fence.h"
+#include "core/stream_sm_count.h"
 #include "group_request.h"
 #include "core/warnings.h"
 
@@ -165,6 +166,7 @@ class Sim_ : public ::testing::Test {
     EXPECT_EQ(live_fence_events(), 0u);
     EXPECT_EQ(sim().live("event"), events_at_start_ + leaked_by_failed_destroys_.events) << "an event leaked";
     EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
+    EXPECT_EQ(remembered_green_contexts(), 0u) << "a destroyed context's SM count is still remembered";
   }
   int green_at_start_ = 0, streams_at_start_ = 0, events_at_start_ = 0;
   // A destroy the driver refuses cannot be retried: its handle stays alive in the simulation.
@@ -209,6 +211,17 @@ TEST_F(DriverTable, DeviceQueries) {
   EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
   EXPECT_EQ(whole.min_partition_size(), version() >= 13000 ? 8u : 0u);
   EXPECT_TRUE(whole.splittable());
+  EXPECT_TRUE(driver_initialized());
+  if (version() >= 13040) {
+    EXPECT_EQ(device_locality_domain_count(0), 2);
+  } else {
+    try {
+      device_locality_domain_count(0);
+      FAIL() << "no error below 13.4";
+    } catch (const FeatureUnavailableError& e) {
+      EXPECT_NE(std::string(e.what()).find("locality domains needs CUDA driver 13.4"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(Contexts, CreateStreamsAndDestroy) {
@@ -1101,6 +1114,8 @@ void user_scenario() {
     ctx->stream(-1);
     ctx->push_current();
     ctx->pop_current();
+    if (stream_sm_count(stream, 0) != ctx->sm_count()) throw std::logic_error("green stream's SM count");
+    if (stream_sm_count(nullptr, 0) != 132u) throw std::logic_error("default stream's SM count");
     std::vector<unsigned> ids(64);
     launch_sm_probe(stream, reinterpret_cast<cu::CUdeviceptr>(ids.data()), 64, 32, 0);
     split(GreenContext::sm_partition(ctx), {group(8)});
@@ -1244,6 +1259,97 @@ TEST_F(DriverTable, ReportsEntryPointsAndUnknownCodes) {
   EXPECT_THROW(driver().require_version("a future feature", 99000), FeatureUnavailableError);
 }
 
+// ---- The SM count behind a stream ---------------------------------------------------------
+
+namespace {
+using StreamSmCount = Sim_;
+
+// A stream made while `context` is current: a regular context's, or a green context's.
+cu::CUstream stream_in(cu::CUcontext context) {
+  EXPECT_EQ(driver().cuCtxPushCurrent(context), cu::CUDA_SUCCESS);
+  cu::CUstream stream = nullptr;
+  EXPECT_EQ(driver().cuStreamCreateWithPriority(&stream, cu::CU_STREAM_NON_BLOCKING, 0), cu::CUDA_SUCCESS);
+  cu::CUcontext popped = nullptr;
+  EXPECT_EQ(driver().cuCtxPopCurrent(&popped), cu::CUDA_SUCCESS);
+  return stream;
+}
+}  // namespace
+
+TEST_F(StreamSmCount, GreenStreamsAreLookedUpPlainStreamsHaveTheDevice) {
+  ContextRecycler::instance().set_limit(2);
+  SmPartition part = partition_with_at_least(0, 16);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  EXPECT_EQ(remembered_green_contexts(), 1u);
+  cu::CUstream green = ctx->stream(0);
+  const int resource_queries = sim().calls("cuGreenCtxGetDevResource");
+  EXPECT_EQ(stream_sm_count(green, 0), 16u);
+  EXPECT_EQ(stream_sm_count(ctx->stream(-1), 0), 16u);
+  EXPECT_EQ(sim().calls("cuGreenCtxGetDevResource"), resource_queries) << "ours are looked up, not asked";
+
+  int regular_tag = 0;
+  cu::CUstream plain = stream_in(reinterpret_cast<cu::CUcontext>(&regular_tag));
+  EXPECT_EQ(stream_sm_count(plain, 0), 132u);
+  const int attribute_queries = sim().calls("cuDeviceGetAttribute");
+  EXPECT_EQ(stream_sm_count(plain, 0), 132u);
+  EXPECT_EQ(sim().calls("cuDeviceGetAttribute"), attribute_queries) << "the device's count is read once";
+  EXPECT_EQ(driver().cuStreamDestroy(plain), cu::CUDA_SUCCESS);
+
+  // A dropped context kept idle is still remembered; a destroyed one is forgotten.
+  std::weak_ptr<GreenContext> weak = ctx;
+  ctx.reset();
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(remembered_green_contexts(), 1u);
+  EXPECT_EQ(stream_sm_count(green, 0), 16u);
+  ContextRecycler::instance().release_all();
+  EXPECT_EQ(remembered_green_contexts(), 0u);
+}
+
+TEST_F(StreamSmCount, TheDefaultStreamIsTheCurrentContexts) {
+  SmPartition part = partition_with_at_least(0, 24);
+  auto ctx = GreenContext::create(0, &part, std::nullopt);
+  const int asked = sim().calls("cuStreamGetGreenCtx");
+  EXPECT_EQ(stream_sm_count(nullptr, 0), 132u) << "none current: the runtime makes the primary context current";
+  EXPECT_EQ(sim().calls("cuStreamGetGreenCtx"), asked) << "nothing to ask the driver";
+  ctx->push_current();
+  for (std::uintptr_t special : {std::uintptr_t{0}, cu::CU_STREAM_LEGACY_HANDLE, cu::CU_STREAM_PER_THREAD_HANDLE}) {
+    EXPECT_EQ(stream_sm_count(reinterpret_cast<cu::CUstream>(special), 0), 24u) << special;
+  }
+  ctx->pop_current();
+  int regular_tag = 0;
+  ASSERT_EQ(driver().cuCtxPushCurrent(reinterpret_cast<cu::CUcontext>(&regular_tag)), cu::CUDA_SUCCESS);
+  EXPECT_EQ(stream_sm_count(nullptr, 0), 132u);
+  cu::CUcontext popped = nullptr;
+  ASSERT_EQ(driver().cuCtxPopCurrent(&popped), cu::CUDA_SUCCESS);
+}
+
+TEST_F(StreamSmCount, GreenContextsMadeByOthersAreAskedOfTheDriver) {
+  SplitResult parts = split(SmPartition::from_device(0), {group(24)});
+  cu::CUdevResource resource = parts.groups.at(0).resource();
+  cu::CUdevResourceDesc desc = nullptr;
+  ASSERT_EQ(driver().cuDevResourceGenerateDesc(&desc, &resource, 1), cu::CUDA_SUCCESS);
+  cu::CUgreenCtx foreign = nullptr;
+  ASSERT_EQ(driver().cuGreenCtxCreate(&foreign, desc, 0, cu::CU_GREEN_CTX_DEFAULT_STREAM), cu::CUDA_SUCCESS);
+  cu::CUcontext context = nullptr;
+  ASSERT_EQ(driver().cuCtxFromGreenCtx(&context, foreign), cu::CUDA_SUCCESS);
+  cu::CUstream stream = stream_in(context);
+  const int resource_queries = sim().calls("cuGreenCtxGetDevResource");
+  EXPECT_EQ(stream_sm_count(stream, 0), 24u);
+  EXPECT_EQ(stream_sm_count(stream, 0), 24u);
+  EXPECT_EQ(sim().calls("cuGreenCtxGetDevResource"), resource_queries + 2) << "never cached: its lifetime is not ours";
+  EXPECT_EQ(remembered_green_contexts(), 0u);
+  sim().fail_next("cuGreenCtxGetDevResource", 999, 0);
+  try {
+    stream_sm_count(stream, 0);
+    FAIL() << "no error";
+  } catch (const DriverError& e) {
+    EXPECT_EQ(e.call(), "cuGreenCtxGetDevResource");
+    EXPECT_EQ(e.name(), "CUDA_ERROR_UNKNOWN");
+    EXPECT_EQ(e.code(), 999);
+  }
+  EXPECT_EQ(driver().cuStreamDestroy(stream), cu::CUDA_SUCCESS);
+  EXPECT_EQ(driver().cuGreenCtxDestroy(foreign), cu::CUDA_SUCCESS);
+}
+
 // Run alone, with TGC_SIM_FAIL_INIT=100 (ctest's sim_driver_no_device).
 TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
   if (std::getenv("TGC_SIM_FAIL_INIT") == nullptr) GTEST_SKIP() << "needs TGC_SIM_FAIL_INIT";
@@ -1257,6 +1363,7 @@ TEST(NoDevice, InitFailureIsAClearErrorEveryTime) {
     }
   }
   EXPECT_EQ(installed_driver_version(), version());  // the version needs no cuInit
+  EXPECT_FALSE(driver_initialized());
 }
 
 // ---- StreamFence: layouts of green-context streams ordered after one another ---------------
@@ -1648,6 +1755,14 @@ TEST(MissingEntryPoints, ADriverLackingWhatItsVersionClaimsIsNamedAndWorkedAroun
   EXPECT_NE(ctx->stream(0), nullptr);
   EXPECT_EQ(sim().calls("cuStreamCreateWithPriority"), created + 1);
   EXPECT_THROW(bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0), std::runtime_error);
+  // No cuStreamGetGreenCtx: the SM count of a stream cannot be known, and says so.
+  try {
+    stream_sm_count(ctx->stream(0), 0);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuStreamGetGreenCtx) needs a driver entry point"), std::string::npos)
+        << e.what();
+  }
   ctx.reset();
   EXPECT_EQ(sim().live("stream"), 0);
   EXPECT_EQ(sim().live("green_ctx"), 0);

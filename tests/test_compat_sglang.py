@@ -1,0 +1,81 @@
+"""torch_green_contexts.compat.sglang: sgl_kernel's green-context streams. Without a GPU: the
+signatures, argument checks, and the calls against the simulated driver (streams stand in for
+torch.cuda.Streams; tests/gpu/test_gpu_compat.py runs the real thing)."""
+
+import inspect
+import textwrap
+
+import pytest
+
+from torch_green_contexts.compat import sglang as spatial
+
+from ._sim import needs_sim, run_on_sim
+
+POS = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def test_signatures_are_sgl_kernels():
+    def params(function):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    empty = inspect.Parameter.empty
+    assert params(spatial.create_greenctx_stream_by_value) == [("SM_a", POS, empty), ("SM_b", POS, empty),
+                                                               ("device_id", POS, None)]
+    assert params(spatial.get_sm_available) == [("device_id", POS, None)]
+    assert spatial.create_greenctx_stream_by_value.__doc__ and spatial.get_sm_available.__doc__
+
+
+@needs_sim
+@pytest.mark.parametrize("version", [12040, 13000, 13040])
+def test_against_the_simulated_driver(version):
+    out = run_on_sim(
+        textwrap.dedent(
+            """
+            import gc, types
+            import torch_green_contexts as tgc
+            from torch_green_contexts.compat import _streams
+            _streams._stream_of = lambda native: types.SimpleNamespace(native=native, handle=native.stream(0)[0])
+            from torch_green_contexts.compat import sglang as spatial
+
+            def raised(call):
+                try:
+                    call()
+                except Exception as error:
+                    return error
+                raise AssertionError("nothing raised")
+
+            assert spatial.get_sm_available(0) == 132
+            # The H200 divisions of SGLang's PD multiplexing (prefill, decode), and two that leave SMs unused.
+            for a, b in ((112, 20), (104, 28), (96, 36), (80, 52), (64, 68), (56, 76), (16, 16), (64, 32)):
+                stream_a, stream_b = spatial.create_greenctx_stream_by_value(a, b, 0)
+                sms_a, sms_b = sms_of_handle(stream_a.native.handle), sms_of_handle(stream_b.native.handle)
+                assert (len(sms_a), len(sms_b)) == (a, b) and not (sms_a & sms_b), (a, b)
+                assert (tgc._C.stream_sm_count(stream_a.handle, 0), tgc._C.stream_sm_count(stream_b.handle, 0)) == (a, b)
+            del stream_a, stream_b
+            for args, kind, text in (
+                ((20, 16, 0), RuntimeError, "The SMs of the created streams are not equal to the input SMs, expected: 20, 16"),
+                ((16, 20, 0), RuntimeError, "not equal to the input SMs"),  # 20 is not the rest: not exact
+                ((16, 100, 0), RuntimeError, "not equal to the input SMs"),
+                ((0, 8, 0), RuntimeError, "SM counts must be positive"),
+                ((8, -8, 0), RuntimeError, "SM counts must be positive"),
+                ((100, 40, 0), RuntimeError, "Not enough SMs available for the requested configuration"),
+                ((8.0, 8, 0), TypeError, "SM_a must be an int"),
+                ((8, True, 0), TypeError, "SM_b must be an int, not bool"),
+                ((8, 8, 3), RuntimeError, "valid device_id: 0..0"),
+            ):
+                error = raised(lambda: spatial.create_greenctx_stream_by_value(*args))
+                assert type(error) is kind and text in str(error), (args, error)
+            assert type(raised(lambda: spatial.get_sm_available(2))) is RuntimeError
+            for _ in range(50):  # in a loop: nothing leaks
+                spatial.create_greenctx_stream_by_value(96, 36, 0)
+            gc.collect()
+            counts = tgc.live_counts()
+            assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
+            tgc.release_idle_contexts()
+            assert live("green_ctx") == 0
+            print("ok")
+            """
+        ),
+        version,
+    )
+    assert out.strip() == "ok"
