@@ -35,7 +35,7 @@ class Done:
     at: float
 
     def done(self) -> bool:
-        return self.clock.t >= self.at
+        return self.clock.now() >= self.at
 
     def ready(self) -> bool:
         return self.done()
@@ -218,3 +218,25 @@ def test_chunked_iterations_never_exceed_the_budget_and_decode_every_iteration()
     check_complete(log, requests)
     mixed = [s for s in log.steps if s.lane == "mixed"]
     assert len(mixed) >= 10  # the 1000-token prompt took ten or more iterations beside the decode
+
+
+class SpinningClock(VirtualClock):
+    """Time moves on by 10 us each time the host reads the clock: a host that never sleeps."""
+
+    def now(self) -> float:
+        self.t += 1e-5
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 1e-3, "a spinning host only sleeps until the next arrival"
+        self.t += seconds
+
+
+def test_a_spinning_host_serves_every_request():
+    clock, requests = SpinningClock(), trace(n=10, rate=5.0)
+    device = SimDevice(clock, slots=4)
+    spin = LoopSettings(slots=4, buckets=BUCKETS, cap_s=60.0, poll_s=0.0)
+    check_complete(run_overlap(requests, device, PrefillCursor(128, LAYERS, 2), 2, spin, clock), requests)
+    device.kv.clear()
+    device.budget = 256
+    check_complete(run_chunked(requests, device, 256, spin, clock), requests)

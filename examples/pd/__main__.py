@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     from .model import Model, check_attention
 
     began, say = time.perf_counter(), Progress(s.quiet)
+    slept = host_sleep_us(s.poll_us)
     os.makedirs(s.out, exist_ok=True)
     torch.cuda.set_device(s.device)
     props = torch.cuda.get_device_properties(s.device)
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     shape, buckets = ModelShape(layers=s.layers), bucket_list(s.buckets, s.max_slots)
     kv_bytes, weight_bytes = kv_cache_bytes(shape, s.max_slots, s.max_len), shape.weight_bytes()
     free = torch.cuda.mem_get_info(s.device)[0]
+    if slept is not None:
+        say(f"host: a sleep of {s.poll_us:g} us between looks at the device takes {slept:.0f} us (median)")
     say(f"model: {s.layers} layers, weights {weight_bytes / GB:.1f} GB; KV cache {kv_bytes / GB:.1f} GB "
         f"({s.max_slots} slots + 1 scratch x {s.max_len} tokens x {shape.kv_bytes_per_token() // 1024} KiB); "
         f"{free / GB:.0f} GB free")
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     driver = tgc.driver_version()
     results: dict[str, Any] = {
         "settings": {k: v for k, v in vars(s).items()},
+        "host_sleep_us": slept,
         "device": {"name": props.name, "sm_count": total, "torch": torch.__version__,
                    "driver": f"{driver // 1000}.{driver % 1000 // 10}"},
         "model": {"layers": s.layers, "weights_gb": weight_bytes / GB, "kv_cache_gb": kv_bytes / GB,
@@ -194,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         def run_one(scheduler: str, param: Any, rate: float) -> dict[str, Any]:
             trace = trace_at(rate)
             cap = s.duration_cap_s or run_cap(trace, slo)
-            settings = LoopSettings(s.max_slots, buckets, cap, progress=lambda done, n, t: say.live(
+            settings = LoopSettings(s.max_slots, buckets, cap, s.poll_us * 1e-6, progress=lambda done, n, t: say.live(
                 f"  {done}/{n} requests finished, {t:.0f} s of at most {cap:.0f} s"))
             engine.reset()
             if scheduler == "chunked":
@@ -228,6 +232,19 @@ def main(argv: list[str] | None = None) -> int:
             layouts.close()
     finish(results, s, began)
     return 0
+
+
+def host_sleep_us(poll_us: float) -> float | None:
+    """How long ``time.sleep(poll_us)`` takes here (median of 50; None when the host spins):
+    the host notices a finished step up to this much late."""
+    if poll_us <= 0:
+        return None
+    times = []
+    for _ in range(50):
+        start = time.perf_counter()
+        time.sleep(poll_us * 1e-6)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[25] * 1e6
 
 
 def profiled(profile: Any, p: int, k: int) -> float | None:

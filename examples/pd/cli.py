@@ -46,6 +46,7 @@ class Settings:
     prefill_depth: int
     duration_cap_s: float | None
     stop_below: float
+    poll_us: float
     attention: str
     profile: str | None
     profile_rounds: int
@@ -132,6 +133,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
         "last arrival plus the time its longest request needs at the SLOs)")
     add("--stop-below", type=float, default=0.6, help="skip a configuration's higher rates once its attainment "
         "falls below this (default 0.6)")
+    add("--poll-us", type=float, default=50.0, help="how long the host sleeps between looks at a step in "
+        "flight, microseconds; 0 spins (default 50)")
     add("--attention", choices=("flash", "sdpa"), default="flash")
     add("--profile", help="read the latency profile from this JSON file instead of measuring it")
     add("--profile-rounds", type=int)
@@ -205,6 +208,8 @@ def check(s: Settings) -> str | None:
         return "--layout-counts must not be negative"
     if not 0 <= s.policy_headroom < 1:
         return f"--policy-headroom must be at least 0 and below 1, got {s.policy_headroom}"
+    if s.poll_us < 0:
+        return f"--poll-us must not be negative, got {s.poll_us}"
     if not 0 <= s.stop_below <= 1:
         return f"--stop-below must be between 0 and 1, got {s.stop_below}"
     return None

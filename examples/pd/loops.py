@@ -70,8 +70,8 @@ class OverlapEngine(Protocol):
 @dataclasses.dataclass(frozen=True)
 class LoopSettings:
     """What every scheduler shares: KV slots, decode buckets, the run's time cap (seconds
-    after its start), the host's polling interval and a progress callback (finished requests,
-    all requests, seconds elapsed), called about once a second."""
+    after its start), the host's polling interval (0: the host spins) and a progress callback
+    (finished requests, all requests, seconds elapsed), called about once a second."""
 
     slots: int
     buckets: Sequence[int]
@@ -123,12 +123,20 @@ class _Books:
                 between()
             if pending.done():
                 return
+            self.pause()
+
+    def pause(self) -> None:
+        """Between two looks at the device: sleep the polling interval (or spin when it is 0)."""
+        if self.settings.poll_s > 0:
             self.clock.sleep(self.settings.poll_s)
 
     def sleep_until_arrival(self, now: float) -> None:
         upcoming = self.admission.next_arrival
         until = self.settings.cap_s if upcoming is None else min(upcoming, self.settings.cap_s)
-        self.clock.sleep(max(until - now, self.settings.poll_s))
+        if until > now:
+            self.clock.sleep(until - now)
+        else:
+            self.pause()
 
     def report(self, now: float) -> None:
         if self.settings.progress is not None and now - self._reported >= 1.0:
@@ -232,7 +240,7 @@ def run_overlap(trace: Sequence[Request], engine: OverlapEngine, cursor: Prefill
             if joining:
                 continue
             if inflight or awaiting or cursor.busy:
-                clock.sleep(settings.poll_s)
+                books.pause()
             else:
                 books.sleep_until_arrival(now)
             continue
