@@ -8,7 +8,7 @@ from collections import deque
 
 import pytest
 
-from examples.pd.planning import (Admission, Live, ModelShape, PrefillCursor, bucket_for, bucket_list,
+from examples.pd.planning import (Admission, Live, ModelShape, PrefillCursor, bucket_for, bucket_list, bucket_reached,
                                   compose_chunked, kv_cache_bytes, layout_counts, static_candidates, take_prefill)
 from examples.pd.workload import Request
 
@@ -111,6 +111,15 @@ def test_static_candidates_start_at_the_smallest_count_meeting_the_slo():
     assert static_candidates(lat, counts, 132, 1, 1e9) == [16, 24, 32]
     with pytest.raises(ValueError, match="no SM count"):
         static_candidates(lat, [0, 132], 132, 1, 1000)
+
+
+def test_bucket_reached_prefers_the_runs_that_met_the_slos():
+    runs = [{"attainment": 1.0, "largest_bucket": 16}, {"attainment": 0.95, "largest_bucket": 32},
+            {"attainment": 0.4, "largest_bucket": 96}]
+    assert bucket_reached(runs, 0.9, 96) == 32
+    assert bucket_reached(runs[2:], 0.9, 64) == 96
+    assert bucket_reached([], 0.9, 64) == 64
+    assert bucket_reached([{"attainment": 1.0, "largest_bucket": 0}], 0.9, 64) == 64  # no decode step
 
 
 def test_layout_counts_keep_the_ends_and_what_the_device_gives():

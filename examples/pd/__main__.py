@@ -19,7 +19,8 @@ every decode step:
   streams  decode (graphed, highest priority) and prefill on two plain streams.
   static   one split from a Layouts, never switched: decode on k SMs, prefill on the rest; k
            from the profile (the smallest count meeting the TPOT SLO at the largest decode
-           batch reached, and its neighbours; the best is reported).
+           bucket reached in the runs that met the SLOs, and its neighbours; the best is
+           reported).
   policy   SplitPolicy over Layouts: the split is picked per decode step from the profile,
            per-role ordering, a Layouts.handoff() per request from its prefill to its first
            decode step.
@@ -54,8 +55,9 @@ from typing import Any, Callable
 from . import cli
 from .estimates import Costs, capacity, expected_run_s, rates_from, run_cap, setup_estimate_s
 from .loops import LoopSettings, run_chunked, run_overlap
-from .metrics import Slo, summarize
-from .planning import ModelShape, PrefillCursor, bucket_list, kv_cache_bytes, layout_counts, static_candidates
+from .metrics import TARGET_ATTAINMENT, Slo, summarize
+from .planning import (ModelShape, PrefillCursor, bucket_list, bucket_reached, kv_cache_bytes, layout_counts,
+                       static_candidates)
 from .report import NAMES, comparison, plot, run_entry, schedulers, table
 from .workload import Lengths, describe, make_trace
 
@@ -219,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         done_runs = [0]
         sweep(configs, rates, s, results, run_one, say, began, done_runs, n_configs * len(rates))
         if "static" in s.schedulers:
-            reached = max((r["summary"]["largest_bucket"] for r in results["runs"] if not r["skipped"]),
-                          default=buckets[-1]) or buckets[-1]
+            reached = bucket_reached((r["summary"] for r in results["runs"] if not r["skipped"]),
+                                     TARGET_ATTAINMENT, buckets[-1])
             candidates = static_candidates(lambda p, k: profiled(profile, p, k), counts, total, reached,
                                            slo.tpot * 1e6, s.static_candidates)
             results["static_candidates"] = {"bucket": reached, "counts": candidates}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections import deque
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .workload import Request
 
@@ -230,6 +230,16 @@ class PrefillCursor:
         if end == self.layers:
             self._batch = None
         return piece
+
+
+def bucket_reached(summaries: Iterable[dict[str, Any]], target: float, default: int) -> int:
+    """The largest decode bucket reached in the runs whose attainment reached ``target`` (the
+    load a static split must carry while the SLOs hold); in all runs when none did, and
+    ``default`` when there were none."""
+    runs = list(summaries)
+    meeting = [s["largest_bucket"] for s in runs if s["attainment"] >= target and s["largest_bucket"]]
+    reached = meeting or [s["largest_bucket"] for s in runs if s["largest_bucket"]]
+    return max(reached, default=default)
 
 
 LatencyFn = Callable[[int, int], "float | None"]  # (bucket, SM count) -> p99 microseconds
