@@ -16,7 +16,8 @@ def test_defaults_and_quick():
     assert s.max_len == 4096 + 512 and s.layout_counts is None
     q = cli.parse(["--quick"])
     assert (q.layers, q.requests, q.budgets, q.load_fractions) == (4, 20, (1024,), (0.4, 0.7))
-    assert q.piece_layers == 1 and q.static_candidates == 1
+    assert q.piece_layers == 1 and q.static_candidates == 1 and (q.max_output, q.output_median) == (128, 48)
+    assert q.max_len == 4096 + 128
     # What is given on the command line wins over --quick.
     q = cli.parse(["--quick", "--layers", "8", "--budgets", "256,512", "--schedulers", "d,a,d"])
     assert (q.layers, q.budgets, q.schedulers, q.piece_layers) == (8, (256, 512), ("policy", "chunked"), 1)

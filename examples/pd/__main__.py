@@ -2,7 +2,7 @@
 
 Run from the repository root (needs a CUDA GPU; nothing is downloaded):
 
-    python -m examples.pd --quick          # smoke run: 4 layers, 20 requests, 2 rates
+    python -m examples.pd --quick          # smoke run: 4 layers, 20 short requests, 2 rates
     python -m examples.pd                  # the sweep: 32 layers, 80 requests per run, 4 rates
     python -m examples.pd --layers 16 --rates 4,6,8 --schedulers chunked,policy
 

@@ -70,6 +70,7 @@ QUICK: dict[str, tuple[Any, Any]] = {
     "budgets": ((1024,), (512, 1024, 2048, 4096)), "max_slots": (32, 96),
     "buckets": ((1, 8, 16, 32), (1, 8, 16, 32, 64, 128)), "layout_counts": ((0, 16, 32, 64), None),
     "static_candidates": (1, 3), "profile_rounds": (1, 2), "profile_samples": (5, 10),
+    "max_output": (128, OUTPUTS.high), "output_median": (48.0, OUTPUTS.median),
 }
 
 
@@ -96,7 +97,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m examples.pd", description=doc,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
-    add("--quick", action="store_true", help="smoke run: 4 layers, 20 requests, 2 rates, budget 1024, short profile")
+    add("--quick", action="store_true", help="smoke run: 4 layers, 20 requests with outputs up to 128 tokens, "
+        "2 rates, budget 1024, a short profile")
     add("--layers", type=int, help="decoder layers, 1 to 32 (default 32; 4 with --quick)")
     add("--requests", type=int, help="requests per run (default 80; 20 with --quick)")
     add("--rates", type=_list(float, "arrival rates (requests/s)"),
@@ -116,8 +118,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--prompt-median", type=float, default=PROMPTS.median)
     add("--prompt-sigma", type=float, default=PROMPTS.sigma, help="log-normal sigma of prompt lengths (default 0.8)")
     add("--min-output", type=int, default=OUTPUTS.low)
-    add("--max-output", type=int, default=OUTPUTS.high, help=f"longest output, tokens (default {OUTPUTS.high})")
-    add("--output-median", type=float, default=OUTPUTS.median)
+    add("--max-output", type=int, help=f"longest output, tokens (default {OUTPUTS.high}; 128 with --quick)")
+    add("--output-median", type=float, help=f"median output, tokens (default {OUTPUTS.median:g}; 48 with --quick)")
     add("--output-sigma", type=float, default=OUTPUTS.sigma)
     add("--buckets", type=_list(int, "batch sizes"), help="decode graph batch sizes (default 1,8,16,32,64,128, "
         "capped at --max-slots, which is always one)")
