@@ -43,11 +43,15 @@ def decode_attention(kind: str, q: torch.Tensor, k_slots: torch.Tensor, v_slots:
             q, k_slots.view(-1, kv_heads, dim), v_slots.view(-1, kv_heads, dim), cu_q, cu_k, 1, max_len,
             0.0, False, False, scale=None, seqused_k=length)
         return out[0]
+    # The query heads sharing a KV head become that head's queries, so that K and V are not
+    # repeated per query head: [B, kv_heads, heads / kv_heads, dim].
+    batch, heads = q.shape[:2]
     k = k_slots.index_select(0, slot).transpose(1, 2)  # [B, kv_heads, max_len, dim]
     v = v_slots.index_select(0, slot).transpose(1, 2)
     mask = torch.arange(max_len, device=q.device)[None, :] < length[:, None]
-    out = F.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], enable_gqa=True)
-    return out[:, :, 0, :]
+    out = F.scaled_dot_product_attention(q.view(batch, kv_heads, heads // kv_heads, dim), k, v,
+                                         attn_mask=mask[:, None, None, :])
+    return out.reshape(batch, heads, dim)
 
 
 def prefill_attention(kind: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
