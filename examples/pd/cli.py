@@ -126,8 +126,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--layout-counts", type=_list(int, "SM counts"), help="the policy's latency-side SM counts "
         "(default 0,16,24,32,48,64,96 and all SMs; those the device cannot split exactly are dropped)")
     add("--static-candidates", type=int, help="static splits to run (default 3; 1 with --quick)")
-    add("--policy-headroom", type=float, default=0.05, help="SplitPolicy's headroom: the share of the TPOT "
-        "SLO it keeps free when it reads the profile (default 0.05, the package's default)")
+    add("--policy-headroom", type=float, default=0.05, help="the headroom argument of SplitPolicy (default "
+        "0.05, the package's default)")
     add("--chunk", type=int, default=2048, help="prefill batch, tokens, of the overlapping schedulers (default 2048)")
     add("--piece-layers", type=int, help="layers per prefill piece (default layers/8, at least 1)")
     add("--prefill-depth", type=int, default=2, help="prefill pieces kept queued (default 2)")
