@@ -1,0 +1,1 @@
+"""Examples of torch_green_contexts (``python -m examples.pd``; ``python examples/serving.py``)."""

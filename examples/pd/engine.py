@@ -1,0 +1,277 @@
+"""The GPU side of the engine: decode steps replayed from CUDA graphs (one per lane and batch
+bucket) over static inputs updated in place, prefill pieces and chunked-prefill iterations
+launched eagerly, and the start-up measurements. A lane (lanes.py) is a latency stream for
+decode and a batch stream for prefill. Uses the package's public API only
+(``sizing.graphed`` here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+from torch_green_contexts import sizing
+
+from .estimates import Costs
+from .model import Model, Part, Rows
+from .planning import ChunkedPlan, Piece, bucket_for
+
+
+class RealClock:
+    """The wall clock the loops run on."""
+
+    now = staticmethod(time.perf_counter)
+    sleep = staticmethod(time.sleep)
+
+
+def _event() -> torch.cuda.Event:
+    return torch.cuda.Event()  # type: ignore[no-untyped-call]
+
+
+class EventPending:
+    """Work queued before ``event``; ``done`` queries it without waiting."""
+
+    def __init__(self, stream: torch.cuda.Stream) -> None:
+        self.event = _event()
+        self.event.record(stream)
+
+    def done(self) -> bool:
+        return bool(self.event.query())
+
+
+class EventMarker(EventPending):
+    """A prefill's end as a plain event: queried by the host, waited for by a stream."""
+
+    def ready(self) -> bool:
+        return self.done()
+
+    def wait(self, stream: torch.cuda.Stream) -> None:
+        stream.wait_event(self.event)
+
+
+class HandoffMarker:
+    """A prefill's end as a ``Layouts.handoff()``."""
+
+    def __init__(self, handoff: Any) -> None:
+        self.handoff = handoff
+
+    def ready(self) -> bool:
+        return bool(self.handoff.ready())
+
+    def wait(self, stream: torch.cuda.Stream) -> None:
+        self.handoff.wait(stream)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lane:
+    key: str
+    latency: torch.cuda.Stream
+    batch: torch.cuda.Stream
+
+
+@dataclasses.dataclass
+class _Job:
+    """A prefill batch between its pieces: its rows and hidden states."""
+
+    rows: Rows
+    h: torch.Tensor
+
+    def use_on(self, stream: torch.cuda.Stream) -> None:
+        # The tensors were made on another lane's stream: keep the allocator from reusing them
+        # before this stream is done with them.
+        for t in [self.h, *self.rows.tensors()]:
+            t.record_stream(stream)
+
+
+class Engine:
+    """The model, decode graphs per (lane, bucket) over static inputs, and prefill jobs."""
+
+    def __init__(self, model: Model, buckets: Sequence[int]) -> None:
+        self.model, self.buckets = model, list(buckets)
+        top, device = self.buckets[-1], model.device
+        self.meta_host = torch.empty(2, top, dtype=torch.int64, pin_memory=True)
+        self.meta = torch.empty(2, top, dtype=torch.int64, device=device)  # slots; KV lengths
+        self.out = torch.zeros(top, dtype=torch.int64, device=device)
+        self.out_host = torch.zeros(top, dtype=torch.int64, pin_memory=True)
+        self.graphs: dict[tuple[str, int], Callable[[], None]] = {}
+        self._jobs: dict[int, _Job] = {}
+        self._load: _Job | None = None
+        self._set_rows([], top)
+        self.meta.copy_(self.meta_host)
+        torch.cuda.synchronize(device)
+
+    def decode_body(self, bucket: int) -> None:
+        """One decode step of the first ``bucket`` static rows, on the current stream: reads
+        each row's last token, appends its K/V, samples (argmax) the next token."""
+        m = self.model
+        slot, length = self.meta[0, :bucket], self.meta[1, :bucket]
+        h = m.embed(m.last_token.index_select(0, slot))
+        nxt = m.head(m.run_layers(h, m.decode_rows(slot, length), 0, m.shape.layers))
+        m.last_token.index_copy_(0, slot, nxt)
+        self.out[:bucket].copy_(nxt)
+
+    def capture(self, lane: Lane) -> None:
+        """A CUDA graph of the decode step per bucket on ``lane``'s latency stream (a graph
+        keeps the green context of the stream it was captured on)."""
+        self._set_rows([], self.buckets[-1])
+        self.meta.copy_(self.meta_host)
+        torch.cuda.synchronize(self.model.device)
+        for bucket in self.buckets:
+            self.graphs[(lane.key, bucket)] = sizing.graphed(functools.partial(self.decode_body, bucket), lane.latency)
+
+    def drop_graphs(self) -> None:
+        torch.cuda.synchronize(self.model.device)
+        self.graphs.clear()
+
+    def _set_rows(self, rows: Sequence[tuple[int, int]], bucket: int) -> None:
+        n = len(rows)
+        if n:
+            self.meta_host[:, :n] = torch.tensor(rows, dtype=torch.int64).T
+        self.meta_host[0, n:bucket] = self.model.scratch_slot
+        self.meta_host[1, n:bucket] = 1
+
+    def decode(self, lane: Lane, rows: Sequence[tuple[int, int]], bucket: int, joining: Sequence[Any] = (),
+               after: Callable[[], Any] | None = None) -> EventPending:
+        """Replay the decode graph of ``bucket`` on ``lane`` for ``rows`` (padding rows use the
+        scratch slot), after ``joining`` markers; ``after`` runs right after the replay is
+        launched. The sampled tokens are copied to the host before the returned event."""
+        self._set_rows(rows, bucket)
+        stream = lane.latency
+        with torch.cuda.stream(stream):
+            for marker in joining:
+                marker.wait(stream)
+            self.meta.copy_(self.meta_host, non_blocking=True)
+            self.graphs[(lane.key, bucket)]()
+            if after is not None:
+                after()
+            self.out_host[:bucket].copy_(self.out[:bucket], non_blocking=True)
+            return EventPending(stream)
+
+    def _start(self, parts: Sequence[Part], decode: Sequence[tuple[int, int]] = ()) -> _Job:
+        rows, tokens = self.model.host_rows(decode, parts)
+        return _Job(rows, self.model.embed(tokens))
+
+    def _sample(self, job: _Job, pick: Sequence[int], slots: Sequence[int]) -> None:
+        """Sample the next token of rows ``pick`` into the last-token entries of ``slots``, and
+        copy them to the host (as a server reads them to send them)."""
+        if not pick:
+            return
+        dev = self.model.device
+        index = torch.tensor([pick, slots], dtype=torch.int64).pin_memory().to(dev, non_blocking=True)
+        tokens = self.model.head(job.h.index_select(0, index[0]))
+        self.model.last_token.index_copy_(0, index[1], tokens)
+        torch.empty(len(pick), dtype=torch.int64, pin_memory=True).copy_(tokens, non_blocking=True)
+
+    def prefill(self, lane: Lane, piece: Piece) -> EventPending:
+        """Launch ``piece`` (a block of layers of a prefill batch) on ``lane``'s batch stream;
+        the batch's last piece samples the first token of each request it completes."""
+        stream = lane.batch
+        with torch.cuda.stream(stream):
+            if piece.starts:
+                parts = [Part(p.live.request.id, p.live.slot, p.start, p.length) for p in piece.batch.parts]
+                self._jobs[piece.batch.id] = self._start(parts)
+            job = self._jobs[piece.batch.id]
+            job.use_on(stream)
+            job.h = self.model.run_layers(job.h, job.rows, piece.first_layer, piece.last_layer)
+            if piece.ends:
+                done = [(first + length - 1, p.live.slot)
+                        for (first, length, _, _), p in zip(job.rows.parts, piece.batch.parts) if p.completes]
+                self._sample(job, [r for r, _ in done], [s for _, s in done])
+                del self._jobs[piece.batch.id]
+            return EventPending(stream)
+
+    def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> EventPending:
+        """A chunked-prefill iteration on ``lane``'s latency stream: decode-only ones replay the
+        graph of ``bucket``; mixed ones run eagerly, decode rows and prompt chunks in one pass."""
+        decode = [live.decode_row() for live in plan.decode]
+        if not plan.parts:
+            return self.decode(lane, decode, bucket)
+        stream = lane.latency
+        with torch.cuda.stream(stream):
+            job = self._start([Part(p.live.request.id, p.live.slot, p.start, p.length) for p in plan.parts], decode)
+            job.h = self.model.run_layers(job.h, job.rows, 0, self.model.shape.layers)
+            pick, slots = list(range(len(decode))), [slot for slot, _ in decode]
+            for (first, length, _, _), p in zip(job.rows.parts, plan.parts):
+                if p.completes:
+                    pick.append(first + length - 1)
+                    slots.append(p.live.slot)
+            self._sample(job, pick, slots)
+            return EventPending(stream)
+
+    def load_piece(self, tokens: int, layers: int) -> Callable[[], None]:
+        """One prefill piece on the current stream (``layers`` layers over ``tokens`` prompt
+        tokens in the scratch slot): the profile's load and the runs' warm-up."""
+        if self._load is None or self._load.h.shape[0] != tokens:
+            torch.cuda.synchronize(self.model.device)  # the previous one may still be in use
+            self._load = self._start([Part(0, self.model.scratch_slot, 0, tokens)])
+            torch.cuda.synchronize(self.model.device)
+        job = self._load
+
+        def piece() -> None:
+            self.model.run_layers(job.h, job.rows, 0, layers)
+
+        return piece
+
+    def profile_steps(self, context: int) -> Callable[[int], Callable[[], None]]:
+        """``make_step`` for ``sizing.profile``: the decode step of ``p`` requests in slots 0..p-1
+        at ``context`` tokens each (static rows set now and left alone while profiling)."""
+        top = self.buckets[-1]
+        self._set_rows([(i % self.model.slots, context) for i in range(top)], top)
+        self.meta.copy_(self.meta_host)
+        torch.cuda.synchronize(self.model.device)
+        return lambda p: functools.partial(self.decode_body, p)
+
+    def warm_up(self, lanes: Sequence[Lane], tokens: int, layers: int) -> None:
+        """Before a timed run: a decode replay of the largest bucket and a prefill piece on
+        every lane it may use, then wait for them."""
+        piece = self.load_piece(tokens, layers)
+        for lane in lanes:  # one lane at a time: lanes of different layouts share SMs and buffers
+            self.decode(lane, [], self.buckets[-1])
+            with torch.cuda.stream(lane.batch):
+                piece()
+            torch.cuda.synchronize(self.model.device)
+
+    def reset(self) -> None:
+        torch.cuda.synchronize(self.model.device)
+        self._jobs.clear()
+
+    def measure_costs(self, lane: Lane, decode_batch: int, context: int, prompt: int, chunk: int,
+                      repeats: int = 5) -> Costs:
+        """Alone on ``lane`` (plain streams of the whole GPU): the decode step of ``decode_batch``
+        requests at ``context`` tokens (graph replay) and the prefill of one ``prompt``-token
+        prompt in chunks of ``chunk`` (median of ``repeats`` after one untimed run each)."""
+        rows = [(i, context) for i in range(decode_batch)]
+        bucket = bucket_for(decode_batch, self.buckets)
+
+        def decode() -> None:
+            self.decode(lane, rows, bucket)
+
+        def prefill() -> None:
+            h = None
+            for start in range(0, prompt, chunk):
+                job = self._start([Part(0, 0, start, min(chunk, prompt - start))])
+                h = self.model.run_layers(job.h, job.rows, 0, self.model.shape.layers)
+            assert h is not None
+            self.model.head(h[-1:])
+
+        return Costs(_median_s(decode, lane.latency, repeats), decode_batch,
+                     _median_s(prefill, lane.latency, repeats), prompt)
+
+
+def _median_s(fn: Callable[[], None], stream: torch.cuda.Stream, repeats: int) -> float:
+    with torch.cuda.stream(stream):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))  # type: ignore[no-untyped-call]
+        with torch.cuda.stream(stream):
+            start.record(stream)
+            fn()
+            end.record(stream)
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return sorted(times)[len(times) // 2]

@@ -1,0 +1,173 @@
+"""What a run records and what is read from it: TTFT, TPOT, SLO attainment, goodput.
+
+Plain Python (no torch). Times are seconds since the run started (``perf_counter`` minus the
+run's start); the summaries report milliseconds.
+
+- TTFT of a request: its first token's time (when its prefill finished) minus its arrival.
+- TPOT of a request: (finish - first token) / (output tokens - 1), the mean time between its
+  later tokens.
+- A request meets the SLOs when it finished within the run and both its TTFT and its TPOT are
+  at most their SLOs; a request unfinished when the run was cut off is a miss.
+- Attainment: the share of the trace's requests meeting the SLOs.
+- Goodput: the highest arrival rate at which at least 90% of requests meet the SLOs, linearly
+  interpolated between the highest measured rate that reaches 90% and the next measured rate
+  (see :func:`goodput`).
+- Decode steps: each step's latency from its launch on the host to the host holding its
+  sampled tokens, and the share of steps within the TPOT SLO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from typing import Any, Iterable, Sequence
+
+TARGET_ATTAINMENT = 0.9
+
+
+@dataclasses.dataclass(frozen=True)
+class Slo:
+    """The service-level objectives every request is judged against, in seconds."""
+
+    ttft: float
+    tpot: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestRecord:
+    """What happened to one request. ``first_token`` and ``finish`` are None when the run
+    ended (cut off) before them; ``tokens`` is the output tokens produced by then."""
+
+    id: int
+    arrival: float
+    prompt: int
+    output: int
+    first_token: float | None
+    finish: float | None
+    tokens: int
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.arrival
+
+    @property
+    def tpot(self) -> float | None:
+        if self.finish is None or self.first_token is None:
+            return None
+        return 0.0 if self.output <= 1 else (self.finish - self.first_token) / (self.output - 1)
+
+    def meets(self, slo: Slo) -> bool:
+        ttft, tpot = self.ttft, self.tpot
+        return ttft is not None and tpot is not None and ttft <= slo.ttft and tpot <= slo.tpot
+
+
+@dataclasses.dataclass(frozen=True)
+class StepRecord:
+    """One decode step (for chunked prefill: one iteration that carried decode tokens):
+    launched and answered at these times, ``batch`` requests padded to ``bucket`` rows, run on
+    ``lane`` (the latency partition's SM count, or the name of the streams)."""
+
+    launched: float
+    ended: float
+    batch: int
+    bucket: int
+    lane: str
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.launched
+
+
+@dataclasses.dataclass
+class RunLog:
+    """One run of one scheduler over one trace."""
+
+    requests: list[RequestRecord]
+    steps: list[StepRecord]
+    duration: float
+    cut_off: bool
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linear interpolation between closest ranks."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def spread_ms(values_s: Iterable[float]) -> dict[str, Any]:
+    """p50/p90/p99/max (milliseconds) and count of ``values_s`` (seconds); None when empty."""
+    values = [v * 1e3 for v in values_s]
+    if not values:
+        return {"n": 0, "p50": None, "p90": None, "p99": None, "max": None}
+    return {"n": len(values), "p50": percentile(values, 50), "p90": percentile(values, 90),
+            "p99": percentile(values, 99), "max": max(values)}
+
+
+def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
+    """The figures of one run: attainment, TTFT and TPOT spreads (over the requests that got
+    that far; ``n`` says how many), decode-step latencies and output throughput."""
+    records = log.requests
+    n = len(records)
+    finished = [r for r in records if r.finish is not None]
+    ttfts = [r.ttft for r in records if r.ttft is not None]
+    tpots = [r.tpot for r in records if r.tpot is not None]
+    steps = [s.seconds for s in log.steps]
+    tokens = sum(r.tokens for r in records)
+    return {
+        "requests": n,
+        "finished": len(finished),
+        "attainment": sum(r.meets(slo) for r in records) / n if n else 0.0,
+        "ttft_met": sum(1 for t in ttfts if t <= slo.ttft) / n if n else 0.0,
+        "tpot_met": sum(1 for t in tpots if t <= slo.tpot) / n if n else 0.0,
+        "ttft_ms": spread_ms(ttfts),
+        "tpot_ms": spread_ms(tpots),
+        "step_ms": spread_ms(steps),
+        "steps_within_tpot": sum(1 for s in steps if s <= slo.tpot) / len(steps) if steps else None,
+        "output_tokens": tokens,
+        "output_tokens_per_s": tokens / log.duration if log.duration > 0 else 0.0,
+        "duration_s": log.duration,
+        "cut_off": log.cut_off,
+        "steps_per_lane": dict(sorted(Counter(s.lane for s in log.steps).items())),
+        "largest_bucket": max((s.bucket for s in log.steps), default=0),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Goodput:
+    """The goodput read from (rate, attainment) points, and how it was read: ``"interpolated"``
+    between two measured rates, ``"highest measured"`` (every rate up to the highest measured
+    one reached the target: a lower bound), or ``"none met"`` (``rate`` 0: not even the lowest
+    measured rate reached the target)."""
+
+    rate: float
+    how: str
+
+
+def goodput(points: Iterable[tuple[float, float]], target: float = TARGET_ATTAINMENT) -> Goodput:
+    """The highest arrival rate with attainment >= ``target``: the highest measured rate that
+    reaches it, ``r1``, and the next measured rate ``r2`` (which does not) give the rate where
+    the line between their attainments crosses ``target``. Measured rates below ``r1`` that
+    fall short (noise) do not lower it."""
+    ordered = sorted(points)
+    if not ordered:
+        raise ValueError("goodput of no measured rates")
+    if len({rate for rate, _ in ordered}) != len(ordered):
+        raise ValueError(f"goodput needs one attainment per rate, got {ordered}")
+    meeting = [i for i, (_, attainment) in enumerate(ordered) if attainment >= target]
+    if not meeting:
+        return Goodput(0.0, "none met")
+    i = meeting[-1]
+    if i == len(ordered) - 1:
+        return Goodput(ordered[i][0], "highest measured")
+    (r1, a1), (r2, a2) = ordered[i], ordered[i + 1]
+    return Goodput(r1 + (a1 - target) / (a1 - a2) * (r2 - r1), "interpolated")
+
+
+def ratio(a: float, b: float) -> float | None:
+    """a / b, or None when b is 0 (no goodput to compare against)."""
+    return a / b if b > 0 else None

@@ -1,0 +1,73 @@
+"""The prefill/decode example (examples/pd) on the GPU: flash attention against SDPA, prefill
+pieces and graph-replayed decode steps against an eager SDPA model, and a smoke run of the
+command line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from examples.pd.engine import Engine, Lane
+from examples.pd.model import Model, Part, check_attention
+from examples.pd.planning import Live, ModelShape, PrefillCursor
+from examples.pd.workload import Request
+
+SHAPE = ModelShape(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=128, intermediate=512, vocab=1000)
+
+
+def test_flash_attention_matches_sdpa(device):
+    diffs = check_attention(torch.device("cuda", device))
+    assert set(diffs) == {"decode", "prefill", "prefill after earlier tokens", "prefill of one token"}
+    assert all(d <= 2e-2 for d in diffs.values()), diffs
+
+
+def close(a, b):
+    """bf16 through two layers: flash and SDPA round differently; compare relative norms."""
+    a, b = a.float(), b.float()
+    assert (a - b).norm() <= 2e-2 * b.norm(), ((a - b).norm() / b.norm()).item()
+
+
+def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
+    dev = torch.device("cuda", device)
+    flash = Model(SHAPE, slots=4, max_len=256, device=dev, attention="flash", seed=3)
+    ref = Model(SHAPE, slots=4, max_len=256, device=dev, attention="sdpa", seed=3)
+    engine = Engine(flash, [1, 4])
+    lane = Lane("test", torch.cuda.Stream(device), torch.cuda.Stream(device))
+    engine.capture(lane)
+    cursor = PrefillCursor(chunk=64, layers=SHAPE.layers, piece_layers=1)
+    lives = [Live(Request(0, 0.0, 40, 8), 0), Live(Request(1, 0.0, 70, 8), 2)]
+    for live in lives:
+        cursor.add(live)
+    while (piece := cursor.next_piece()) is not None:
+        engine.prefill(lane, piece)
+    torch.cuda.synchronize(device)
+    for live in lives:  # the reference: each prompt in one eager pass
+        rows, tokens = ref.host_rows([], [Part(live.request.id, live.slot, 0, live.request.prompt)])
+        ref.run_layers(ref.embed(tokens), rows, 0, SHAPE.layers)
+    close(flash.kv[:, :, [0, 2], :70], ref.kv[:, :, [0, 2], :70])
+    for step in range(3):
+        ref.last_token.copy_(flash.last_token)  # the same input tokens for both
+        rows = [(0, 41 + step), (2, 71 + step)]
+        engine.decode(lane, rows, 4).event.synchronize()
+        slot, length = (torch.tensor(v, device=dev) for v in zip(*rows))
+        h = ref.embed(ref.last_token.index_select(0, slot))
+        ref.run_layers(h, ref.decode_rows(slot, length), 0, SHAPE.layers)
+        close(flash.kv[:, :, [0, 2], :71 + step], ref.kv[:, :, [0, 2], :71 + step])
+    assert flash.kv[:, :, [1, 3]].abs().sum() == 0  # slots no request used
+    engine.drop_graphs()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch_green_contexts.policy") is None,
+                    reason="needs torch_green_contexts.policy")
+def test_quick_run_writes_results(tmp_path):
+    from examples.pd.__main__ import main
+
+    out = tmp_path / "pd"
+    assert main(["--quick", "--layers", "2", "--requests", "8", "--quiet", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["schedulers"]) == {"chunked", "streams", "static", "policy"}
+    assert all(r["skipped"] or r["summary"]["requests"] == 8 for r in results["runs"])
+    assert (out / "attainment.png").stat().st_size > 1000 and (out / "profile.json").exists()

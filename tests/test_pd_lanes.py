@@ -1,0 +1,106 @@
+"""The prefill/decode example's lanes (examples/pd/lanes.py) with a fake Layouts and a fake
+SplitPolicy: which layout each step runs on, when the policy's timing ends, and the handoff
+per request. No GPU: nothing here touches a stream."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from examples.pd.lanes import HandoffMarker, OverlapRunner, PolicyLanes, StaticLanes
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeLayout:
+    sm_count: int
+    latency_stream: str
+    batch_stream: str
+
+
+class FakeHandoff:
+    def __init__(self, active):
+        self.active, self.waited = active, []
+
+    def ready(self):
+        return True
+
+    def wait(self, stream):
+        self.waited.append(stream)
+
+
+class FakeLayouts:
+    def __init__(self, counts):
+        self.counts = tuple(counts)
+        self._layouts = {k: FakeLayout(k, f"latency{k}", f"batch{k}") for k in counts}
+        self.active, self.calls = None, []
+
+    def __getitem__(self, k):
+        return self._layouts[k]
+
+    def switch(self, k):
+        self.calls.append(("switch", k))
+        self.active = k
+        return self._layouts[k]
+
+    def handoff(self):
+        return FakeHandoff(self.active)
+
+
+class FakePolicy:
+    def __init__(self, layouts, picks):
+        self.layouts, self.picks, self.calls = layouts, picks, []
+
+    def step(self, p):
+        self.calls.append(("step", p))
+        return self.layouts.switch(self.picks[p])
+
+    def choose(self, p):
+        self.calls.append(("choose", p))
+        return self.picks[p]
+
+    def done(self):
+        self.calls.append(("done",))
+
+
+class FakeEngine:
+    def __init__(self):
+        self.calls = []
+
+    def decode(self, lane, rows, bucket, joining, after=None):
+        self.calls.append(("decode", lane.key, bucket))
+        after()
+        return "pending"
+
+    def prefill(self, lane, piece):
+        self.calls.append(("prefill", lane.batch, piece))
+        return "pending"
+
+
+def test_policy_lanes_follow_the_policy_and_end_its_timing_after_each_launch():
+    layouts = FakeLayouts([0, 16, 32, 132])
+    policy = FakePolicy(layouts, {0: 0, 1: 16, 8: 16, 32: 32})
+    lanes = PolicyLanes(policy, layouts)
+    assert [lane.key for lane in lanes.all()] == ["0", "16", "32", "132"]
+    engine = FakeEngine()
+    runner = OverlapRunner(engine, lanes)
+    lane = runner.decode_lane(32)
+    assert (lane.key, lane.latency, lane.batch) == ("32", "latency32", "batch32")
+    assert runner.decode(lane, [(0, 10)], 32, []) == "pending"
+    assert policy.calls == [("step", 32), ("done",)]
+    idle = runner.idle_lane()
+    assert (idle.key, layouts.active) == ("0", 0)
+    assert policy.calls[-1] == ("choose", 0)  # no step (and no timing) while nothing decodes
+    runner.prefill(idle, "piece")
+    assert engine.calls[-1] == ("prefill", "batch0", "piece")
+    marker = runner.prefill_marker(idle)
+    assert isinstance(marker, HandoffMarker) and marker.handoff.active == 0 and marker.ready()
+    marker.wait("latency16")
+    assert marker.handoff.waited == ["latency16"]
+
+
+def test_static_lanes_never_leave_their_split():
+    layouts = FakeLayouts([0, 16, 32, 132])
+    lanes = StaticLanes(layouts, 32)
+    assert [lane.key for lane in lanes.all()] == ["32"]
+    assert lanes.decode_lane(8).key == "32" and lanes.decode_lane(64).key == "32" and lanes.idle_lane().key == "32"
+    assert set(layouts.calls) == {("switch", 32)}
+    assert lanes.marker(lanes.lane).handoff.active == 32
