@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import torch
 
 from ._device import resolve_device
+from ._errors import DriverError
 from ._profile import LatencyProfile
 from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
 from ._sm_partition import SMPartition
@@ -60,9 +61,9 @@ def available_counts(device_id: int | None = None) -> list[int]:
             groups, _ = whole.split(num_sms=(k, 0), backfill=(False, True))
         except ValueError:
             continue  # this layout cannot give k SMs exactly
-        except RuntimeError as error:
+        except DriverError as error:
             # The native split reports a count the layout cannot give as a driver error.
-            if "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION" not in str(error):
+            if error.name != "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION":
                 raise
             continue
         if groups[0].sm_count == k:
