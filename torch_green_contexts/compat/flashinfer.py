@@ -145,7 +145,7 @@ def split_resource_by_sm_count(
 def create_green_ctx_streams(cu_dev: CUdevice, resources: list[CUdevResource]) -> list[torch.cuda.Stream]:
     """A green context of each resource and a stream of it, in order.
 
-    The streams are ``torch.cuda.Stream``s that keep their contexts alive; a dropped stream's
+    The streams are ``torch.cuda.Stream`` objects that keep their contexts alive; a dropped stream's
     context is kept idle and reused for the same SMs. Every resource is checked before any
     context is made; an empty one (the remainder of a split that used every SM) raises
     RuntimeError ("Insufficient SMs ...").
