@@ -1,6 +1,5 @@
 #include "sm_partition.h"
 
-#include <cstring>
 #include <utility>
 
 #include "device.h"
@@ -21,8 +20,7 @@ SmPartition SmPartition::from_device(int ordinal) {
   auto get_resource =
       api.require(api.cuDeviceGetDevResource, "green contexts", feature_version::kGreenContexts);
   abi::CUdevice device = device_handle(ordinal);
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
+  abi::CUdevResource resource = abi::zeroed_resource();
   api.check(get_resource(device, &resource, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuDeviceGetDevResource");
   return SmPartition(ordinal, resource, Origin::kDevice, default_coscheduling_alignment(ordinal),

@@ -1,7 +1,6 @@
 // The rules both split paths share, the choice of path, and the by-count helpers.
 #include "split.h"
 
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,12 +12,6 @@
 namespace tgc {
 
 namespace split_detail {
-
-abi::CUdevResource zeroed_resource() {
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
-  return resource;
-}
 
 bool has_sms(const abi::CUdevResource& resource) {
   return resource.type == abi::CU_DEV_RESOURCE_TYPE_SM && resource.sm.smCount > 0;
@@ -53,7 +46,7 @@ unsigned call_split_by_count(abi::CUdevResource* results, unsigned wanted,
 ByCount split_by_count(const abi::CUdevResource& input, unsigned wanted, unsigned flags,
                        unsigned min_count) {
   ByCount out;
-  out.results.assign(wanted, zeroed_resource());
+  out.results.assign(wanted, abi::zeroed_resource());
   out.groups = call_split_by_count(out.results.data(), wanted, input, &out.remainder, flags, min_count);
   out.results.resize(out.groups);
   return out;

@@ -23,6 +23,7 @@
 #include "bench/driver_baseline.h"
 
 #include "core/context_recycler.h"
+#include "core/current_context.h"
 #include "core/device.h"
 #include "core/driver_api.h"
 #include "core/errors.h"
@@ -611,6 +612,83 @@ TEST_F(Contexts, OwnedStreamsMoveAndAreDestroyedOnce) {
   const int destroys = sim().calls("cuStreamDestroy");
   c.destroy();  // nothing left to destroy
   EXPECT_EQ(sim().calls("cuStreamDestroy"), destroys);
+}
+
+TEST_F(Contexts, AContextInUseIsCountedExactlyAsLongAsItIsOwned) {
+  ContextRecycler::instance().set_limit(2);
+  ContextRecycler& recycler = ContextRecycler::instance();
+  RecycleKey key;  // no real context needed: handles without driver objects
+  key.device = 7;
+  EXPECT_FALSE(recycler.take(key, ContextKind::kUser)) << "nothing idle for that key";
+  // An owner made by adopt counts from the start and uncounts (destroying) when it goes.
+  ContextInUse owned = recycler.adopt(key, ContextKind::kInternal, std::make_unique<ContextHandles>());
+  EXPECT_TRUE(owned);
+  EXPECT_EQ(live_counts().internal_contexts, 1u);
+  ContextInUse moved(std::move(owned));
+  EXPECT_FALSE(owned);
+  EXPECT_EQ(live_counts().internal_contexts, 1u) << "a move counts nothing twice";
+  ContextInUse assigned = recycler.adopt(key, ContextKind::kUser, std::make_unique<ContextHandles>());
+  EXPECT_EQ(live_counts().contexts, 1u);
+  assigned = std::move(moved);  // the user context it held goes
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().internal_contexts, 1u);
+  EXPECT_EQ(assigned.key().device, 7);
+  assigned.retire(true);  // kept for reuse
+  EXPECT_FALSE(assigned);
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 1u);
+  {
+    ContextInUse taken = recycler.take(key, ContextKind::kUser);
+    EXPECT_TRUE(taken);
+    EXPECT_EQ(live_counts().contexts, 1u);
+    EXPECT_EQ(live_counts().idle_contexts, 0u);
+  }  // dropped without retire(true): destroyed, not kept
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+  ContextInUse empty;
+  empty.retire(true);  // holds nothing: nothing happens
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+}
+
+TEST_F(Contexts, ACurrentContextIsPushedForItsScope) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  {
+    CurrentContext current(ctx->context());
+    EXPECT_EQ(tgc::current_context(), ctx->context());
+  }
+  EXPECT_EQ(tgc::current_context(), nullptr) << "popped when the guard went";
+  {
+    CurrentContext current(ctx->context());
+    current.pop();
+    EXPECT_EQ(tgc::current_context(), nullptr);
+    const int pops = sim().calls("cuCtxPopCurrent");
+    current.pop();  // once only
+    EXPECT_EQ(sim().calls("cuCtxPopCurrent"), pops);
+  }
+  sim().fail_next("cuCtxPushCurrent", 999, 0);
+  EXPECT_THROW(CurrentContext{ctx->context()}, DriverError);
+  const int pops = sim().calls("cuCtxPopCurrent");
+  EXPECT_EQ(sim().calls("cuCtxPopCurrent"), pops) << "nothing pushed, nothing popped";
+  // A pop refused on the way out is a warning, never an exception.
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  {
+    CurrentContext current(ctx->context());
+    sim().fail_next("cuCtxPopCurrent", 999, 0);
+  }
+  set_warning_handler(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cuCtxPopCurrent"), std::string::npos);
+  if (tgc::current_context() != nullptr) {  // the refused pop left it current
+    cu::CUcontext popped = nullptr;
+    driver().cuCtxPopCurrent(&popped);
+  }
+  // pop() reports a refusal as the driver's error.
+  CurrentContext current(ctx->context());
+  sim().fail_next("cuCtxPopCurrent", 999, 0);
+  EXPECT_THROW(current.pop(), DriverError);
+  cu::CUcontext popped = nullptr;
+  driver().cuCtxPopCurrent(&popped);
 }
 
 TEST_F(Contexts, DroppedContextsAreReusedWithTheirStreams) {
