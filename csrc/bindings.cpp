@@ -60,20 +60,12 @@ std::shared_ptr<SmPartition> wrap_partition(SmPartition partition) {
   return release_gil_on_destruction(std::make_shared<SmPartition>(std::move(partition)));
 }
 
-std::optional<WorkqueueConfig> workqueue_config(const std::optional<std::string>& scope,
-                                                const std::optional<unsigned>& limit) {
+using WorkqueueScope = tgc::abi::CUdevWorkqueueConfigScope;
+
+std::optional<WorkqueueConfig> workqueue_config(std::optional<WorkqueueScope> scope,
+                                                std::optional<unsigned> limit) {
   if (!scope) return std::nullopt;
-  WorkqueueConfig config;
-  if (*scope == "device_ctx") {
-    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
-  } else if (*scope == "balanced") {
-    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
-  } else {
-    throw ValueError("workqueue_scope must be \"device_ctx\" or \"balanced\", got \"" + *scope +
-                     "\"");
-  }
-  config.concurrency_limit = limit;
-  return config;
+  return WorkqueueConfig{*scope, limit};
 }
 
 // torch_green_contexts.DriverError (defined in Python, so that it documents and types itself),
@@ -123,6 +115,34 @@ PYBIND11_MODULE(_C, m) {
   driver_error_type();  // imported now: a translator should not be the first to import
   route_warnings_to_python();
 
+  py::enum_<WorkqueueScope>(m, "WorkqueueScope")
+      .value("device_ctx", tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX)
+      .value("balanced", tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED);
+  m.def(
+      "workqueue_scope",
+      [](const py::handle& value) {
+        if (!py::isinstance<py::str>(value)) throw unknown_workqueue_scope(py::repr(value).cast<std::string>());
+        return workqueue_scope_named(value.cast<std::string>());
+      },
+      py::arg("value"), "The WorkqueueScope a workqueue_scope argument names; ValueError for any other value.");
+  py::enum_<SplitPath>(m, "SplitPath")
+      .value("auto", SplitPath::kAuto)
+      .value("native", SplitPath::kNative)
+      .value("emulated", SplitPath::kEmulated);
+  py::class_<GroupRequest>(m, "GroupRequest")
+      .def(py::init([](unsigned sm_count, unsigned coscheduled_sm_count, unsigned preferred_coscheduled_sm_count,
+                       bool backfill, std::optional<unsigned> locality_domain_id) {
+             return GroupRequest{sm_count, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
+                                 locality_domain_id};
+           }),
+           py::arg("sm_count") = 0, py::arg("coscheduled_sm_count") = 0, py::arg("preferred_coscheduled_sm_count") = 0,
+           py::arg("backfill") = false, py::arg("locality_domain_id") = py::none())
+      .def_readonly("sm_count", &GroupRequest::sm_count)
+      .def_readonly("coscheduled_sm_count", &GroupRequest::coscheduled_sm_count)
+      .def_readonly("preferred_coscheduled_sm_count", &GroupRequest::preferred_coscheduled_sm_count)
+      .def_readonly("backfill", &GroupRequest::backfill)
+      .def_readonly("locality_domain_id", &GroupRequest::locality_domain_id);
+
   py::class_<SmPartition, std::shared_ptr<SmPartition>>(m, "_SmPartition")
       .def_static(
           "from_device", [](int device) { return wrap_partition(SmPartition::from_device(device)); },
@@ -135,25 +155,11 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("splittable", &SmPartition::splittable)
       .def(
           "split",
-          [](const SmPartition& self, const std::vector<py::tuple>& groups, const std::string& path) {
-            std::vector<GroupRequest> requests;
-            requests.reserve(groups.size());
-            for (const py::tuple& g : groups) {
-              GroupRequest r;
-              r.sm_count = g[0].cast<unsigned>();
-              r.coscheduled_sm_count = g[1].cast<unsigned>();
-              r.preferred_coscheduled_sm_count = g[2].cast<unsigned>();
-              r.backfill = g[3].cast<bool>();
-              r.locality_domain_id = g[4].cast<std::optional<unsigned>>();
-              requests.push_back(r);
-            }
-            SplitPath which = path == "native"     ? SplitPath::kNative
-                              : path == "emulated" ? SplitPath::kEmulated
-                                                   : SplitPath::kAuto;
+          [](const SmPartition& self, const std::vector<GroupRequest>& requests, SplitPath path) {
             SplitResult result;
             {
               py::gil_scoped_release release;
-              result = split(self, requests, which);
+              result = split(self, requests, path);
             }
             std::vector<std::shared_ptr<SmPartition>> out;
             for (SmPartition& group : result.groups) out.push_back(wrap_partition(std::move(group)));
@@ -161,12 +167,12 @@ PYBIND11_MODULE(_C, m) {
             if (result.remainder) remainder = wrap_partition(std::move(*result.remainder));
             return py::make_tuple(out, remainder);
           },
-          py::arg("groups"), py::arg("path") = "auto");
+          py::arg("requests"), py::arg("path") = SplitPath::kAuto);
 
   py::class_<GreenContext, std::shared_ptr<GreenContext>>(m, "_GreenContext")
       .def_static(
           "create",
-          [](int device, const SmPartition* sm, std::optional<std::string> scope,
+          [](int device, const SmPartition* sm, std::optional<WorkqueueScope> scope,
              std::optional<unsigned> limit) {
             auto workqueue = workqueue_config(scope, limit);
             std::shared_ptr<GreenContext> context;
@@ -182,7 +188,7 @@ PYBIND11_MODULE(_C, m) {
       .def_static(
           "create_all",
           [](int device, const std::vector<std::shared_ptr<SmPartition>>& partitions,
-             std::optional<std::string> scope, std::optional<unsigned> limit) {
+             std::optional<WorkqueueScope> scope, std::optional<unsigned> limit) {
             auto workqueue = workqueue_config(scope, limit);
             std::vector<const SmPartition*> raw;
             for (const auto& partition : partitions) raw.push_back(partition.get());

@@ -3,6 +3,7 @@
 import pytest
 
 from torch_green_contexts import GreenContext, SMPartition
+from torch_green_contexts._native import _C
 from torch_green_contexts._validation import check_workqueue, split_groups
 
 
@@ -60,8 +61,9 @@ def test_limit_needs_scope():
 
 
 def test_limit_values():
-    assert check_workqueue("balanced", 4) == ("balanced", 4)
-    assert check_workqueue("device_ctx", None) == ("device_ctx", None)
+    # the scope as the bindings take it
+    assert check_workqueue("balanced", 4) == (_C.WorkqueueScope.balanced, 4)
+    assert check_workqueue("device_ctx", None) == (_C.WorkqueueScope.device_ctx, None)
     assert check_workqueue(None, None) == (None, None)
     with pytest.raises(ValueError, match="1 or more"):
         check_workqueue("balanced", 0)

@@ -1,6 +1,39 @@
 """Types of the compiled core (csrc/bindings.cpp)."""
 
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
+
+class WorkqueueScope:
+    device_ctx: ClassVar[WorkqueueScope]
+    balanced: ClassVar[WorkqueueScope]
+    __members__: ClassVar[dict[str, WorkqueueScope]]
+
+def workqueue_scope(value: object) -> WorkqueueScope: ...
+
+class SplitPath:
+    auto: ClassVar[SplitPath]
+    native: ClassVar[SplitPath]
+    emulated: ClassVar[SplitPath]
+    __members__: ClassVar[dict[str, SplitPath]]
+
+class GroupRequest:
+    def __init__(
+        self,
+        sm_count: int = 0,
+        coscheduled_sm_count: int = 0,
+        preferred_coscheduled_sm_count: int = 0,
+        backfill: bool = False,
+        locality_domain_id: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def sm_count(self) -> int: ...
+    @property
+    def coscheduled_sm_count(self) -> int: ...
+    @property
+    def preferred_coscheduled_sm_count(self) -> int: ...
+    @property
+    def backfill(self) -> bool: ...
+    @property
+    def locality_domain_id(self) -> Optional[int]: ...
 
 class _SmPartition:
     @staticmethod
@@ -18,7 +51,7 @@ class _SmPartition:
     @property
     def splittable(self) -> bool: ...
     def split(
-        self, groups: list[tuple[int, int, int, bool, Optional[int]]], path: str = "auto"
+        self, requests: list[GroupRequest], path: SplitPath = ...
     ) -> tuple[list[_SmPartition], Optional[_SmPartition]]: ...
 
 class _GreenContext:
@@ -26,14 +59,14 @@ class _GreenContext:
     def create(
         device: int,
         sm_partition: Optional[_SmPartition],
-        workqueue_scope: Optional[str],
+        workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
     ) -> _GreenContext: ...
     @staticmethod
     def create_all(
         device: int,
         sm_partitions: list[_SmPartition],
-        workqueue_scope: Optional[str],
+        workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
     ) -> list[_GreenContext]: ...
     @property

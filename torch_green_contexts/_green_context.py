@@ -11,7 +11,7 @@ from ._device import resolve_device
 from ._native import _C
 from ._sm_partition import SMPartition
 from ._stream import GreenContextStream, new_stream
-from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_groups
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_requests
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -133,7 +133,7 @@ class GreenContext:
 
             latency, batch = GreenContext.split(num_sms=(16, 0), backfill=(False, True))
         """
-        requests = split_groups(
+        requests = split_requests(
             num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
             locality_domain_ids,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Sequence
 
-WORKQUEUE_SCOPES = ("device_ctx", "balanced")
+from ._native import _C
 
 
 def as_count(name: str, value: Any) -> int:
@@ -28,12 +28,10 @@ def as_device_id(value: Any) -> int | None:
     return device
 
 
-def check_workqueue(scope: Any, limit: Any) -> tuple[str | None, int | None]:
-    if scope is not None and (not isinstance(scope, str) or scope not in WORKQUEUE_SCOPES):
-        raise ValueError(
-            f"workqueue_scope must be one of {', '.join(repr(s) for s in WORKQUEUE_SCOPES)} "
-            f"or None, got {scope!r}"
-        )
+def check_workqueue(scope: Any, limit: Any) -> tuple[_C.WorkqueueScope | None, int | None]:
+    """The workqueue options as the core takes them (the core names the scopes it knows)."""
+    if scope is not None:
+        scope = _C.workqueue_scope(scope)
     if limit is None:
         return scope, None
     if scope is None:
@@ -120,6 +118,20 @@ def split_groups(
                 f"be the last group (there are {groups} groups)"
             )
     return result  # type: ignore[return-value]
+
+
+def split_requests(
+    num_sms: Any,
+    coscheduled_sm_count: Any,
+    preferred_coscheduled_sm_count: Any,
+    backfill: Any,
+    locality_domain_ids: Any,
+) -> list[_C.GroupRequest]:
+    """The split options as the core's group requests, one per group (see split_groups)."""
+    groups = split_groups(
+        num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill, locality_domain_ids
+    )
+    return [_C.GroupRequest(*group) for group in groups]
 
 
 def check_priority(priority: Any) -> int:

@@ -16,13 +16,9 @@
 #include "context_recycler.h"
 #include "cuda_abi.h"
 #include "sm_partition.h"
+#include "workqueue.h"
 
 namespace tgc {
-
-struct WorkqueueConfig {
-  abi::CUdevWorkqueueConfigScope scope = abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
-  std::optional<unsigned> concurrency_limit;  // nullopt: the device's default
-};
 
 // Counts of what the core holds right now, for leak checks: one consistent snapshot (a
 // context moving to or from the idle set is counted once, never twice or not at all).
