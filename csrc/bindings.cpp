@@ -60,6 +60,11 @@ std::shared_ptr<SmPartition> wrap_partition(SmPartition partition) {
   return release_gil_on_destruction(std::make_shared<SmPartition>(std::move(partition)));
 }
 
+std::vector<std::shared_ptr<GreenContext>> wrap_contexts(std::vector<std::shared_ptr<GreenContext>> made) {
+  for (auto& context : made) context = release_gil_on_destruction(std::move(context));
+  return made;
+}
+
 using WorkqueueScope = tgc::abi::CUdevWorkqueueConfigScope;
 
 std::optional<WorkqueueConfig> workqueue_config(std::optional<WorkqueueScope> scope,
@@ -198,12 +203,26 @@ PYBIND11_MODULE(_C, m) {
               torch_bridge::ensure_primary_context(device);
               made = GreenContext::create_all(device, raw, workqueue);
             }
-            std::vector<std::shared_ptr<GreenContext>> out;
-            for (auto& context : made) out.push_back(release_gil_on_destruction(std::move(context)));
-            return out;
+            return wrap_contexts(std::move(made));
           },
           py::arg("device"), py::arg("sm_partitions"), py::arg("workqueue_scope").none(true),
           py::arg("workqueue_concurrency_limit").none(true))
+      // GreenContext.split: from the requests to the contexts, the partitions never leaving C++.
+      .def_static(
+          "split",
+          [](int device, const std::vector<GroupRequest>& requests, std::optional<WorkqueueScope> scope,
+             std::optional<unsigned> limit, SplitPath path) {
+            auto workqueue = workqueue_config(scope, limit);
+            std::vector<std::shared_ptr<GreenContext>> made;
+            {
+              py::gil_scoped_release release;
+              torch_bridge::ensure_primary_context(device);
+              made = GreenContext::create_split(device, requests, workqueue, path);
+            }
+            return wrap_contexts(std::move(made));
+          },
+          py::arg("device"), py::arg("requests"), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true), py::arg("path") = SplitPath::kAuto)
       .def_property_readonly("device", &GreenContext::device)
       .def_property_readonly("sm_count", &GreenContext::sm_count)
       .def_property_readonly("locality_domain_id", &GreenContext::locality_domain_id)

@@ -69,6 +69,14 @@ class _GreenContext:
         workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
     ) -> list[_GreenContext]: ...
+    @staticmethod
+    def split(
+        device: int,
+        requests: list[GroupRequest],
+        workqueue_scope: Optional[WorkqueueScope],
+        workqueue_concurrency_limit: Optional[int],
+        path: SplitPath = ...,
+    ) -> list[_GreenContext]: ...
     @property
     def device(self) -> int: ...
     @property

@@ -9,7 +9,7 @@ import torch
 
 from ._device import resolve_device
 from ._native import _C
-from ._sm_partition import SMPartition
+from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
 from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_requests
 
@@ -139,10 +139,7 @@ class GreenContext:
         )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = resolve_device(device_id)
-        if scope is not None:
-            _C.max_workqueue_concurrency(device)  # raises if the driver lacks workqueues
-        groups, _ = SMPartition.from_device(device)._split_checked(requests)
-        natives = _C._GreenContext.create_all(device, [g._native for g in groups], scope, limit)
+        natives = _C._GreenContext.split(device, requests, scope, limit, split_path())
         return tuple(GreenContext._of_native(native) for native in natives)
 
     @staticmethod

@@ -100,11 +100,6 @@ class SMPartition:
             num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
             locality_domain_ids,
         )
-        return self._split_checked(requests)
-
-    def _split_checked(
-        self, requests: list[_C.GroupRequest]
-    ) -> tuple[tuple[SMPartition, ...], SMPartition | None]:
         native_groups, native_remainder = self._native.split(requests, split_path())
         parts = tuple(SMPartition._wrap(g, parent=self) for g in native_groups)
         remainder = None if native_remainder is None else SMPartition._wrap(native_remainder, parent=self)

@@ -16,6 +16,7 @@
 #include "context_recycler.h"
 #include "cuda_abi.h"
 #include "sm_partition.h"
+#include "split.h"
 #include "workqueue.h"
 
 namespace tgc {
@@ -43,6 +44,13 @@ class GreenContext {
   static std::vector<std::shared_ptr<GreenContext>> create_all(
       int device, const std::vector<const SmPartition*>& partitions,
       const std::optional<WorkqueueConfig>& workqueue);
+
+  // Contexts on disjoint partitions of the whole device `device`, one per group: split() of
+  // the device's SMs as `requests` ask (on `path`), then create_all() of the groups. Nothing is
+  // split when the driver lacks what `workqueue` needs. The SMs no group took stay unused.
+  static std::vector<std::shared_ptr<GreenContext>> create_split(
+      int device, const std::vector<GroupRequest>& requests,
+      const std::optional<WorkqueueConfig>& workqueue, SplitPath path = SplitPath::kAuto);
 
   GreenContext(const GreenContext&) = delete;
   GreenContext& operator=(const GreenContext&) = delete;

@@ -786,6 +786,41 @@ TEST_F(EmulatedSplit, AGroupTakingTheRestNeedsNoInternalContext) {
   EXPECT_EQ(live_counts().internal_contexts, 0u);
 }
 
+TEST_F(Contexts, CreateSplitGoesFromRequestsToDisjointContexts) {
+  for (SplitPath path : {SplitPath::kAuto, SplitPath::kEmulated}) {
+    auto made = GreenContext::create_split(0, {group(16), group(0, 0, true)}, std::nullopt, path);
+    ASSERT_EQ(made.size(), 2u);
+    EXPECT_EQ(made[0]->sm_count(), 16u);
+    EXPECT_EQ(made[1]->sm_count(), 116u);
+    std::set<int> seen;
+    for (const auto& ctx : made) {
+      EXPECT_EQ(ctx->device(), 0);
+      for (int sm : sms_of(*ctx)) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+    }
+    EXPECT_EQ(live_counts().contexts, 2u);
+  }
+  EXPECT_EQ(live_counts().contexts, 0u);
+  // A request the rules refuse fails before anything is made.
+  const int creates = sim().calls("cuGreenCtxCreate");
+  EXPECT_THROW(GreenContext::create_split(0, {group(0, 0, true), group(16)}, std::nullopt), ValueError);
+  EXPECT_THROW(GreenContext::create_split(0, {group(200)}, std::nullopt), ValueError);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
+  // Workqueue options the driver lacks fail before the device is split.
+  WorkqueueConfig wq;
+  wq.scope = cu::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
+  if (version() < 13010) {
+    const int splits = sim().calls("cuDevSmResourceSplitByCount");
+    EXPECT_THROW(GreenContext::create_split(0, {group(16), group(16)}, wq), FeatureUnavailableError);
+    EXPECT_EQ(sim().calls("cuDevSmResourceSplitByCount"), splits);
+  } else {
+    auto made = GreenContext::create_split(0, {group(16), group(24)}, wq);
+    int scope = -2, limit = -2;
+    sim().ctx_workqueue(made[1]->handle(), &scope, &limit);
+    EXPECT_EQ(scope, 1);
+  }
+  EXPECT_EQ(live_counts().contexts + live_counts().internal_contexts, 0u);
+}
+
 TEST_F(EmulatedSplit, CreateAllMakesEveryGroupConcurrently) {
   SmPartition whole = SmPartition::from_device(0);
   SplitResult result = split(whole, std::vector<GroupRequest>(15, group(8)), SplitPath::kEmulated);
