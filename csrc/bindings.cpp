@@ -67,6 +67,14 @@ std::vector<std::shared_ptr<GreenContext>> wrap_contexts(std::vector<std::shared
 
 using WorkqueueScope = tgc::abi::CUdevWorkqueueConfigScope;
 
+// `device`, or PyTorch's current device when None, checked by the core against the devices the
+// driver sees (the driver asked first: without one, its error comes before PyTorch's).
+int resolve_device(std::optional<long long> device) {
+  if (device) return check_device(*device);
+  device_count();
+  return check_device(torch_bridge::current_device());
+}
+
 std::optional<WorkqueueConfig> workqueue_config(std::optional<WorkqueueScope> scope,
                                                 std::optional<unsigned> limit) {
   if (!scope) return std::nullopt;
@@ -177,19 +185,25 @@ PYBIND11_MODULE(_C, m) {
   py::class_<GreenContext, std::shared_ptr<GreenContext>>(m, "_GreenContext")
       .def_static(
           "create",
-          [](int device, const SmPartition* sm, std::optional<WorkqueueScope> scope,
-             std::optional<unsigned> limit) {
+          // A context on `sm_partition` (on its device, which `device` must name when given), on
+          // the smallest partition of at least `num_sms` SMs, or on the whole device.
+          [](std::optional<long long> device, const SmPartition* sm, std::optional<WorkqueueScope> scope,
+             std::optional<unsigned> limit, std::optional<long long> num_sms) {
             auto workqueue = workqueue_config(scope, limit);
             std::shared_ptr<GreenContext> context;
             {
               py::gil_scoped_release release;
-              torch_bridge::ensure_primary_context(device);
-              context = GreenContext::create(device, sm, workqueue);
+              if (sm != nullptr && device) check_partition_device(*sm, *device);
+              const int ordinal = sm != nullptr ? sm->device() : resolve_device(device);
+              std::optional<SmPartition> at_least;
+              if (num_sms) sm = &at_least.emplace(partition_with_at_least(ordinal, *num_sms));
+              torch_bridge::ensure_primary_context(ordinal);
+              context = GreenContext::create(ordinal, sm, workqueue);
             }
             return release_gil_on_destruction(std::move(context));
           },
-          py::arg("device"), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
-          py::arg("workqueue_concurrency_limit").none(true))
+          py::arg("device").none(true), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true), py::arg("num_sms").none(true) = py::none())
       .def_static(
           "create_all",
           [](int device, const std::vector<std::shared_ptr<SmPartition>>& partitions,
@@ -210,18 +224,20 @@ PYBIND11_MODULE(_C, m) {
       // GreenContext.split: from the requests to the contexts, the partitions never leaving C++.
       .def_static(
           "split",
-          [](int device, const std::vector<GroupRequest>& requests, std::optional<WorkqueueScope> scope,
-             std::optional<unsigned> limit, SplitPath path) {
+          [](std::optional<long long> device, const std::vector<GroupRequest>& requests,
+             std::optional<WorkqueueScope> scope, std::optional<unsigned> limit, SplitPath path) {
+            check_group_list(requests);  // needs no driver: before the device is looked up
             auto workqueue = workqueue_config(scope, limit);
             std::vector<std::shared_ptr<GreenContext>> made;
             {
               py::gil_scoped_release release;
-              torch_bridge::ensure_primary_context(device);
-              made = GreenContext::create_split(device, requests, workqueue, path);
+              const int ordinal = resolve_device(device);
+              torch_bridge::ensure_primary_context(ordinal);
+              made = GreenContext::create_split(ordinal, requests, workqueue, path);
             }
             return wrap_contexts(std::move(made));
           },
-          py::arg("device"), py::arg("requests"), py::arg("workqueue_scope").none(true),
+          py::arg("device").none(true), py::arg("requests"), py::arg("workqueue_scope").none(true),
           py::arg("workqueue_concurrency_limit").none(true), py::arg("path") = SplitPath::kAuto)
       .def_property_readonly("device", &GreenContext::device)
       .def_property_readonly("sm_count", &GreenContext::sm_count)
@@ -289,7 +305,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "partition_with_at_least",
-      [](int device, unsigned min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
+      [](int device, long long min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
       py::arg("device"), py::arg("min_sms"));
   m.def(
       "groups_that_fit",
@@ -334,6 +350,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("remembered_green_contexts", &remembered_green_contexts);
   m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
   m.def("current_device", &torch_bridge::current_device);
+  m.def("resolve_device", &resolve_device, py::arg("device").none(true),
+        "`device`, or PyTorch's current device when None; RuntimeError when the driver sees no such device.");
   m.def("live_counts", [] {
     LiveCounts counts = live_counts();
     py::dict result;

@@ -135,11 +135,14 @@ class TestSplitGroups:
             split_groups(8, 0, 0, False, bad)
 
     def test_backfill_discovery_only_last(self):
+        # a rule between groups: split_groups only broadcasts, the core refuses (before any
+        # driver call, so with or without a GPU)
         assert split_groups((16, 0), 0, 0, (False, True), None)[-1] == (0, 0, 0, True, None)
+        assert split_groups((0, 16), 0, 0, (True, False), None)[0] == (0, 0, 0, True, None)
+        with pytest.raises(ValueError, match=r"group 0: .*only be the last group \(there are 2 groups\)"):
+            GreenContext.split(num_sms=(0, 16), backfill=(True, False))
         with pytest.raises(ValueError, match="only be the last group"):
-            split_groups((0, 16), 0, 0, (True, False), None)
-        with pytest.raises(ValueError, match="only be the last group"):
-            split_groups((0, 0), 0, 0, True, None)
+            GreenContext.split(num_sms=(0, 0), backfill=True)
 
     def test_split_methods_validate_before_the_driver(self):
         # these fail on argument checks alone, with or without a GPU

@@ -19,7 +19,7 @@ def as_count(name: str, value: Any) -> int:
 
 
 def as_device_id(value: Any) -> int | None:
-    """None or a non-negative int; range against the machine is checked by the driver layer."""
+    """None or a non-negative int; range against the machine is checked by the core."""
     if value is None:
         return None
     device = as_count("device_id", value)
@@ -84,10 +84,11 @@ def split_groups(
     backfill: Any,
     locality_domain_ids: Any,
 ) -> list[tuple[int, int, int, bool, int | None]]:
-    """Broadcasts the split options to one tuple per group and checks every entry.
+    """Broadcasts the split options to one tuple per group and checks every entry's type.
 
     Each option is a scalar or a sequence; all sequences must share one nonzero length and
-    scalars broadcast to it; all scalars make one group.
+    scalars broadcast to it; all scalars make one group. The rules between groups (a
+    discovery group with backfill only last) are the core's.
     """
     options = {
         "num_sms": (num_sms, _split_count),
@@ -110,14 +111,7 @@ def split_groups(
     for name, (value, convert) in options.items():
         entries = list(value) if _is_sequence(value) else [value] * groups
         columns.append([convert(name, v) for v in entries])
-    result = [tuple(column[i] for column in columns) for i in range(groups)]
-    for i, (count, _cs, _pcs, fill, _loc) in enumerate(result):
-        if count == 0 and fill and i != groups - 1:
-            raise ValueError(
-                f"group {i}: num_sms=0 with backfill=True takes all remaining SMs, so it may only "
-                f"be the last group (there are {groups} groups)"
-            )
-    return result  # type: ignore[return-value]
+    return [tuple(column[i] for column in columns) for i in range(groups)]  # type: ignore[misc]
 
 
 def split_requests(

@@ -107,10 +107,8 @@ GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
   out.kind = kind;
   if (sm == nullptr) {
     out.whole_device.emplace(SmPartition::from_device(device));
-  } else if (sm->device() != device) {
-    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
-                     ", not device " + std::to_string(device));
   } else {
+    check_partition_device(*sm, device);
     out.given = sm;
   }
   out.workqueue = workqueue;

@@ -1,9 +1,11 @@
 #include "sm_partition.h"
 
+#include <string>
 #include <utility>
 
 #include "device.h"
 #include "driver_api.h"
+#include "errors.h"
 
 namespace tgc {
 
@@ -34,6 +36,13 @@ unsigned SmPartition::coscheduled_sm_count() const noexcept {
 
 std::optional<unsigned> SmPartition::locality_domain_id() const {
   return locality_domain_of(resource_);
+}
+
+void check_partition_device(const SmPartition& sm, long long device) {
+  if (sm.device() == device) return;
+  const std::string own = std::to_string(sm.device());
+  throw ValueError("device_id=" + std::to_string(device) + " disagrees with the sm_partition's device (" + own +
+                   "); omit device_id or pass device_id=" + own);
 }
 
 std::optional<unsigned> locality_domain_of(const abi::CUdevResource& resource) {

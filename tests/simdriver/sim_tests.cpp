@@ -207,6 +207,15 @@ TEST_F(DriverTable, DeviceQueries) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("valid device_id: 0..0"), std::string::npos);
   }
+  for (long long bad : {0LL, -5LL, 133LL, 1LL << 40}) {
+    try {
+      partition_with_at_least(0, bad);
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "num_sms must be between 1 and 132 (the SM count of device 0), got " + std::to_string(bad));
+    }
+  }
   SmPartition whole = SmPartition::from_device(0);
   EXPECT_EQ(whole.sm_count(), 132u);
   EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
@@ -976,7 +985,8 @@ TEST_F(EmulatedSplit, CreateAllWithIdleContextsStillKeepsNothingOnAFailure) {
     GreenContext::create_all(0, mixed, std::nullopt);
     FAIL() << "no error";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to device 1, not device 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device_id=0 disagrees with the sm_partition's device (1)"),
+              std::string::npos) << e.what();
   }
   EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
   EXPECT_EQ(g_threads_started.load(), threads);
@@ -1337,7 +1347,9 @@ TEST_F(Devices, ContextsOnEveryDeviceAndClearErrorsAcrossThem) {
     GreenContext::create(1, &on_zero, std::nullopt);
     FAIL() << "a partition of device 0 made a context on device 1";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to device 0, not device 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device_id=1 disagrees with the sm_partition's device (0); omit "
+                                         "device_id or pass device_id=0"),
+              std::string::npos) << e.what();
   }
   try {
     GreenContext::create(2, nullptr, std::nullopt);
@@ -1345,6 +1357,18 @@ TEST_F(Devices, ContextsOnEveryDeviceAndClearErrorsAcrossThem) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("valid device_id: 0..1"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(check_device(1), 1);
+  for (long long bad : {-1LL, 2LL, 1LL << 40}) {
+    try {
+      check_device(bad);
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "device_id " + std::to_string(bad) +
+                                           " is out of range: this machine has 2 CUDA devices (valid device_id: 0..1)");
+    }
+  }
+  EXPECT_NO_THROW(check_partition_device(on_one, 1));
+  EXPECT_THROW(check_partition_device(on_one, 0), ValueError);
   // Idle contexts are only ever reused on their own device.
   a.reset();
   auto again = GreenContext::create(1, &on_one, std::nullopt);
