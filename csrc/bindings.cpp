@@ -60,20 +60,25 @@ std::shared_ptr<SmPartition> wrap_partition(SmPartition partition) {
   return release_gil_on_destruction(std::make_shared<SmPartition>(std::move(partition)));
 }
 
-std::optional<WorkqueueConfig> workqueue_config(const std::optional<std::string>& scope,
-                                                const std::optional<unsigned>& limit) {
+std::vector<std::shared_ptr<GreenContext>> wrap_contexts(std::vector<std::shared_ptr<GreenContext>> made) {
+  for (auto& context : made) context = release_gil_on_destruction(std::move(context));
+  return made;
+}
+
+using WorkqueueScope = tgc::abi::CUdevWorkqueueConfigScope;
+
+// `device`, or PyTorch's current device when None, checked by the core against the devices the
+// driver sees (the driver asked first: without one, its error comes before PyTorch's).
+int resolve_device(std::optional<long long> device) {
+  if (device) return check_device(*device);
+  device_count();
+  return check_device(torch_bridge::current_device());
+}
+
+std::optional<WorkqueueConfig> workqueue_config(std::optional<WorkqueueScope> scope,
+                                                std::optional<unsigned> limit) {
   if (!scope) return std::nullopt;
-  WorkqueueConfig config;
-  if (*scope == "device_ctx") {
-    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
-  } else if (*scope == "balanced") {
-    config.scope = tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
-  } else {
-    throw ValueError("workqueue_scope must be \"device_ctx\" or \"balanced\", got \"" + *scope +
-                     "\"");
-  }
-  config.concurrency_limit = limit;
-  return config;
+  return WorkqueueConfig{*scope, limit};
 }
 
 // torch_green_contexts.DriverError (defined in Python, so that it documents and types itself),
@@ -123,6 +128,34 @@ PYBIND11_MODULE(_C, m) {
   driver_error_type();  // imported now: a translator should not be the first to import
   route_warnings_to_python();
 
+  py::enum_<WorkqueueScope>(m, "WorkqueueScope")
+      .value("device_ctx", tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX)
+      .value("balanced", tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED);
+  m.def(
+      "workqueue_scope",
+      [](const py::handle& value) {
+        if (!py::isinstance<py::str>(value)) throw unknown_workqueue_scope(py::repr(value).cast<std::string>());
+        return workqueue_scope_named(value.cast<std::string>());
+      },
+      py::arg("value"), "The WorkqueueScope a workqueue_scope argument names; ValueError for any other value.");
+  py::enum_<SplitPath>(m, "SplitPath")
+      .value("auto", SplitPath::kAuto)
+      .value("native", SplitPath::kNative)
+      .value("emulated", SplitPath::kEmulated);
+  py::class_<GroupRequest>(m, "GroupRequest")
+      .def(py::init([](unsigned sm_count, unsigned coscheduled_sm_count, unsigned preferred_coscheduled_sm_count,
+                       bool backfill, std::optional<unsigned> locality_domain_id) {
+             return GroupRequest{sm_count, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
+                                 locality_domain_id};
+           }),
+           py::arg("sm_count") = 0, py::arg("coscheduled_sm_count") = 0, py::arg("preferred_coscheduled_sm_count") = 0,
+           py::arg("backfill") = false, py::arg("locality_domain_id") = py::none())
+      .def_readonly("sm_count", &GroupRequest::sm_count)
+      .def_readonly("coscheduled_sm_count", &GroupRequest::coscheduled_sm_count)
+      .def_readonly("preferred_coscheduled_sm_count", &GroupRequest::preferred_coscheduled_sm_count)
+      .def_readonly("backfill", &GroupRequest::backfill)
+      .def_readonly("locality_domain_id", &GroupRequest::locality_domain_id);
+
   py::class_<SmPartition, std::shared_ptr<SmPartition>>(m, "_SmPartition")
       .def_static(
           "from_device", [](int device) { return wrap_partition(SmPartition::from_device(device)); },
@@ -135,25 +168,11 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("splittable", &SmPartition::splittable)
       .def(
           "split",
-          [](const SmPartition& self, const std::vector<py::tuple>& groups, const std::string& path) {
-            std::vector<GroupRequest> requests;
-            requests.reserve(groups.size());
-            for (const py::tuple& g : groups) {
-              GroupRequest r;
-              r.sm_count = g[0].cast<unsigned>();
-              r.coscheduled_sm_count = g[1].cast<unsigned>();
-              r.preferred_coscheduled_sm_count = g[2].cast<unsigned>();
-              r.backfill = g[3].cast<bool>();
-              r.locality_domain_id = g[4].cast<std::optional<unsigned>>();
-              requests.push_back(r);
-            }
-            SplitPath which = path == "native"     ? SplitPath::kNative
-                              : path == "emulated" ? SplitPath::kEmulated
-                                                   : SplitPath::kAuto;
+          [](const SmPartition& self, const std::vector<GroupRequest>& requests, SplitPath path) {
             SplitResult result;
             {
               py::gil_scoped_release release;
-              result = split(self, requests, which);
+              result = split(self, requests, path);
             }
             std::vector<std::shared_ptr<SmPartition>> out;
             for (SmPartition& group : result.groups) out.push_back(wrap_partition(std::move(group)));
@@ -161,28 +180,34 @@ PYBIND11_MODULE(_C, m) {
             if (result.remainder) remainder = wrap_partition(std::move(*result.remainder));
             return py::make_tuple(out, remainder);
           },
-          py::arg("groups"), py::arg("path") = "auto");
+          py::arg("requests"), py::arg("path") = SplitPath::kAuto);
 
   py::class_<GreenContext, std::shared_ptr<GreenContext>>(m, "_GreenContext")
       .def_static(
           "create",
-          [](int device, const SmPartition* sm, std::optional<std::string> scope,
-             std::optional<unsigned> limit) {
+          // A context on `sm_partition` (on its device, which `device` must name when given), on
+          // the smallest partition of at least `num_sms` SMs, or on the whole device.
+          [](std::optional<long long> device, const SmPartition* sm, std::optional<WorkqueueScope> scope,
+             std::optional<unsigned> limit, std::optional<long long> num_sms) {
             auto workqueue = workqueue_config(scope, limit);
             std::shared_ptr<GreenContext> context;
             {
               py::gil_scoped_release release;
-              torch_bridge::ensure_primary_context(device);
-              context = GreenContext::create(device, sm, workqueue);
+              if (sm != nullptr && device) check_partition_device(*sm, *device);
+              const int ordinal = sm != nullptr ? sm->device() : resolve_device(device);
+              std::optional<SmPartition> at_least;
+              if (num_sms) sm = &at_least.emplace(partition_with_at_least(ordinal, *num_sms));
+              torch_bridge::ensure_primary_context(ordinal);
+              context = GreenContext::create(ordinal, sm, workqueue);
             }
             return release_gil_on_destruction(std::move(context));
           },
-          py::arg("device"), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
-          py::arg("workqueue_concurrency_limit").none(true))
+          py::arg("device").none(true), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true), py::arg("num_sms").none(true) = py::none())
       .def_static(
           "create_all",
           [](int device, const std::vector<std::shared_ptr<SmPartition>>& partitions,
-             std::optional<std::string> scope, std::optional<unsigned> limit) {
+             std::optional<WorkqueueScope> scope, std::optional<unsigned> limit) {
             auto workqueue = workqueue_config(scope, limit);
             std::vector<const SmPartition*> raw;
             for (const auto& partition : partitions) raw.push_back(partition.get());
@@ -192,12 +217,28 @@ PYBIND11_MODULE(_C, m) {
               torch_bridge::ensure_primary_context(device);
               made = GreenContext::create_all(device, raw, workqueue);
             }
-            std::vector<std::shared_ptr<GreenContext>> out;
-            for (auto& context : made) out.push_back(release_gil_on_destruction(std::move(context)));
-            return out;
+            return wrap_contexts(std::move(made));
           },
           py::arg("device"), py::arg("sm_partitions"), py::arg("workqueue_scope").none(true),
           py::arg("workqueue_concurrency_limit").none(true))
+      // GreenContext.split: from the requests to the contexts, the partitions never leaving C++.
+      .def_static(
+          "split",
+          [](std::optional<long long> device, const std::vector<GroupRequest>& requests,
+             std::optional<WorkqueueScope> scope, std::optional<unsigned> limit, SplitPath path) {
+            check_group_list(requests);  // needs no driver: before the device is looked up
+            auto workqueue = workqueue_config(scope, limit);
+            std::vector<std::shared_ptr<GreenContext>> made;
+            {
+              py::gil_scoped_release release;
+              const int ordinal = resolve_device(device);
+              torch_bridge::ensure_primary_context(ordinal);
+              made = GreenContext::create_split(ordinal, requests, workqueue, path);
+            }
+            return wrap_contexts(std::move(made));
+          },
+          py::arg("device").none(true), py::arg("requests"), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true), py::arg("path") = SplitPath::kAuto)
       .def_property_readonly("device", &GreenContext::device)
       .def_property_readonly("sm_count", &GreenContext::sm_count)
       .def_property_readonly("locality_domain_id", &GreenContext::locality_domain_id)
@@ -264,7 +305,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "partition_with_at_least",
-      [](int device, unsigned min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
+      [](int device, long long min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
       py::arg("device"), py::arg("min_sms"));
   m.def(
       "groups_that_fit",
@@ -309,6 +350,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("remembered_green_contexts", &remembered_green_contexts);
   m.def("max_workqueue_concurrency", &GreenContext::max_workqueue_concurrency, py::arg("device"));
   m.def("current_device", &torch_bridge::current_device);
+  m.def("resolve_device", &resolve_device, py::arg("device").none(true),
+        "`device`, or PyTorch's current device when None; RuntimeError when the driver sees no such device.");
   m.def("live_counts", [] {
     LiveCounts counts = live_counts();
     py::dict result;

@@ -3,6 +3,7 @@
 import pytest
 
 from torch_green_contexts import GreenContext, SMPartition
+from torch_green_contexts._native import _C
 from torch_green_contexts._validation import check_workqueue, split_groups
 
 
@@ -60,8 +61,9 @@ def test_limit_needs_scope():
 
 
 def test_limit_values():
-    assert check_workqueue("balanced", 4) == ("balanced", 4)
-    assert check_workqueue("device_ctx", None) == ("device_ctx", None)
+    # the scope as the bindings take it
+    assert check_workqueue("balanced", 4) == (_C.WorkqueueScope.balanced, 4)
+    assert check_workqueue("device_ctx", None) == (_C.WorkqueueScope.device_ctx, None)
     assert check_workqueue(None, None) == (None, None)
     with pytest.raises(ValueError, match="1 or more"):
         check_workqueue("balanced", 0)
@@ -133,11 +135,14 @@ class TestSplitGroups:
             split_groups(8, 0, 0, False, bad)
 
     def test_backfill_discovery_only_last(self):
+        # a rule between groups: split_groups only broadcasts, the core refuses (before any
+        # driver call, so with or without a GPU)
         assert split_groups((16, 0), 0, 0, (False, True), None)[-1] == (0, 0, 0, True, None)
+        assert split_groups((0, 16), 0, 0, (True, False), None)[0] == (0, 0, 0, True, None)
+        with pytest.raises(ValueError, match=r"group 0: .*only be the last group \(there are 2 groups\)"):
+            GreenContext.split(num_sms=(0, 16), backfill=(True, False))
         with pytest.raises(ValueError, match="only be the last group"):
-            split_groups((0, 16), 0, 0, (True, False), None)
-        with pytest.raises(ValueError, match="only be the last group"):
-            split_groups((0, 0), 0, 0, True, None)
+            GreenContext.split(num_sms=(0, 0), backfill=True)
 
     def test_split_methods_validate_before_the_driver(self):
         # these fail on argument checks alone, with or without a GPU

@@ -1,6 +1,39 @@
 """Types of the compiled core (csrc/bindings.cpp)."""
 
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
+
+class WorkqueueScope:
+    device_ctx: ClassVar[WorkqueueScope]
+    balanced: ClassVar[WorkqueueScope]
+    __members__: ClassVar[dict[str, WorkqueueScope]]
+
+def workqueue_scope(value: object) -> WorkqueueScope: ...
+
+class SplitPath:
+    auto: ClassVar[SplitPath]
+    native: ClassVar[SplitPath]
+    emulated: ClassVar[SplitPath]
+    __members__: ClassVar[dict[str, SplitPath]]
+
+class GroupRequest:
+    def __init__(
+        self,
+        sm_count: int = 0,
+        coscheduled_sm_count: int = 0,
+        preferred_coscheduled_sm_count: int = 0,
+        backfill: bool = False,
+        locality_domain_id: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def sm_count(self) -> int: ...
+    @property
+    def coscheduled_sm_count(self) -> int: ...
+    @property
+    def preferred_coscheduled_sm_count(self) -> int: ...
+    @property
+    def backfill(self) -> bool: ...
+    @property
+    def locality_domain_id(self) -> Optional[int]: ...
 
 class _SmPartition:
     @staticmethod
@@ -18,23 +51,32 @@ class _SmPartition:
     @property
     def splittable(self) -> bool: ...
     def split(
-        self, groups: list[tuple[int, int, int, bool, Optional[int]]], path: str = "auto"
+        self, requests: list[GroupRequest], path: SplitPath = ...
     ) -> tuple[list[_SmPartition], Optional[_SmPartition]]: ...
 
 class _GreenContext:
     @staticmethod
     def create(
-        device: int,
+        device: Optional[int],
         sm_partition: Optional[_SmPartition],
-        workqueue_scope: Optional[str],
+        workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
+        num_sms: Optional[int] = None,
     ) -> _GreenContext: ...
     @staticmethod
     def create_all(
         device: int,
         sm_partitions: list[_SmPartition],
-        workqueue_scope: Optional[str],
+        workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
+    ) -> list[_GreenContext]: ...
+    @staticmethod
+    def split(
+        device: Optional[int],
+        requests: list[GroupRequest],
+        workqueue_scope: Optional[WorkqueueScope],
+        workqueue_concurrency_limit: Optional[int],
+        path: SplitPath = ...,
     ) -> list[_GreenContext]: ...
     @property
     def device(self) -> int: ...
@@ -82,6 +124,7 @@ def current_stream_sm_count() -> int: ...
 def remembered_green_contexts() -> int: ...
 def max_workqueue_concurrency(device: int) -> int: ...
 def current_device() -> int: ...
+def resolve_device(device: Optional[int]) -> int: ...
 def live_counts() -> dict[str, int]: ...
 def live_fence_events() -> int: ...
 def _set_stream_factory(stream_class: type, base_new: Any) -> None: ...

@@ -9,9 +9,9 @@ import torch
 
 from ._device import resolve_device
 from ._native import _C
-from ._sm_partition import SMPartition
+from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
-from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_groups
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_requests
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -58,29 +58,10 @@ class GreenContext:
                 f"sm_partition must be an SMPartition, got {type(sm_partition).__name__}"
             )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
-        requested_device = as_device_id(device_id)
-
-        partition = None
-        if sm_partition is not None:
-            if requested_device is not None and requested_device != sm_partition.device_id:
-                raise ValueError(
-                    f"device_id={requested_device} disagrees with the sm_partition's device "
-                    f"({sm_partition.device_id}); omit device_id or pass "
-                    f"device_id={sm_partition.device_id}"
-                )
-            device = sm_partition.device_id
-            partition = sm_partition._native
-        else:
-            device = resolve_device(requested_device)
-        if count is not None:
-            total = _C.device_sm_count(device)
-            if not 1 <= count <= total:
-                raise RuntimeError(
-                    f"num_sms must be between 1 and {total} (the SM count of device {device}), "
-                    f"got {count}"
-                )
-            partition = _C.partition_with_at_least(device, count)
-        self._adopt_native(_C._GreenContext.create(device, partition, scope, limit))
+        device = as_device_id(device_id)
+        # The device's range, num_sms's range and the partition's device: the core's rules.
+        partition = None if sm_partition is None else sm_partition._native
+        self._adopt_native(_C._GreenContext.create(device, partition, scope, limit, count))
 
     _native: _C._GreenContext
 
@@ -133,16 +114,13 @@ class GreenContext:
 
             latency, batch = GreenContext.split(num_sms=(16, 0), backfill=(False, True))
         """
-        requests = split_groups(
+        requests = split_requests(
             num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
             locality_domain_ids,
         )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
-        device = resolve_device(device_id)
-        if scope is not None:
-            _C.max_workqueue_concurrency(device)  # raises if the driver lacks workqueues
-        groups, _ = SMPartition.from_device(device)._split_checked(requests)
-        natives = _C._GreenContext.create_all(device, [g._native for g in groups], scope, limit)
+        device = as_device_id(device_id)
+        natives = _C._GreenContext.split(device, requests, scope, limit, split_path())
         return tuple(GreenContext._of_native(native) for native in natives)
 
     @staticmethod

@@ -7,10 +7,21 @@ from typing import Sequence
 
 from ._device import resolve_device
 from ._native import _C
-from ._validation import split_groups
+from ._validation import split_requests
 
 # Testing hook: force the split path ("native" or "emulated"); "auto" picks by driver version.
 _SPLIT_PATH_ENV = "TORCH_GREEN_CONTEXTS_SPLIT_PATH"
+
+
+def split_path() -> _C.SplitPath:
+    """The split path the environment asks for (unset or empty: auto); ValueError for others."""
+    name = os.environ.get(_SPLIT_PATH_ENV) or "auto"
+    paths = _C.SplitPath.__members__
+    if name not in paths:
+        raise ValueError(
+            f"{_SPLIT_PATH_ENV}={name!r} is not a split path; allowed values: {', '.join(paths)}"
+        )
+    return paths[name]
 
 
 class SMPartition:
@@ -85,17 +96,11 @@ class SMPartition:
         remainder are disjoint. A returned partition cannot be split again directly: make a
         GreenContext from it and split that context's ``sm_partition``.
         """
-        groups = split_groups(
+        requests = split_requests(
             num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill,
             locality_domain_ids,
         )
-        return self._split_checked(groups)
-
-    def _split_checked(
-        self, groups: list[tuple[int, int, int, bool, int | None]]
-    ) -> tuple[tuple[SMPartition, ...], SMPartition | None]:
-        path = os.environ.get(_SPLIT_PATH_ENV, "auto")
-        native_groups, native_remainder = self._native.split(groups, path)
+        native_groups, native_remainder = self._native.split(requests, split_path())
         parts = tuple(SMPartition._wrap(g, parent=self) for g in native_groups)
         remainder = None if native_remainder is None else SMPartition._wrap(native_remainder, parent=self)
         return parts, remainder

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Sequence
 
-WORKQUEUE_SCOPES = ("device_ctx", "balanced")
+from ._native import _C
 
 
 def as_count(name: str, value: Any) -> int:
@@ -19,7 +19,7 @@ def as_count(name: str, value: Any) -> int:
 
 
 def as_device_id(value: Any) -> int | None:
-    """None or a non-negative int; range against the machine is checked by the driver layer."""
+    """None or a non-negative int; range against the machine is checked by the core."""
     if value is None:
         return None
     device = as_count("device_id", value)
@@ -28,12 +28,10 @@ def as_device_id(value: Any) -> int | None:
     return device
 
 
-def check_workqueue(scope: Any, limit: Any) -> tuple[str | None, int | None]:
-    if scope is not None and (not isinstance(scope, str) or scope not in WORKQUEUE_SCOPES):
-        raise ValueError(
-            f"workqueue_scope must be one of {', '.join(repr(s) for s in WORKQUEUE_SCOPES)} "
-            f"or None, got {scope!r}"
-        )
+def check_workqueue(scope: Any, limit: Any) -> tuple[_C.WorkqueueScope | None, int | None]:
+    """The workqueue options as the core takes them (the core names the scopes it knows)."""
+    if scope is not None:
+        scope = _C.workqueue_scope(scope)
     if limit is None:
         return scope, None
     if scope is None:
@@ -86,10 +84,11 @@ def split_groups(
     backfill: Any,
     locality_domain_ids: Any,
 ) -> list[tuple[int, int, int, bool, int | None]]:
-    """Broadcasts the split options to one tuple per group and checks every entry.
+    """Broadcasts the split options to one tuple per group and checks every entry's type.
 
     Each option is a scalar or a sequence; all sequences must share one nonzero length and
-    scalars broadcast to it; all scalars make one group.
+    scalars broadcast to it; all scalars make one group. The rules between groups (a
+    discovery group with backfill only last) are the core's.
     """
     options = {
         "num_sms": (num_sms, _split_count),
@@ -112,14 +111,21 @@ def split_groups(
     for name, (value, convert) in options.items():
         entries = list(value) if _is_sequence(value) else [value] * groups
         columns.append([convert(name, v) for v in entries])
-    result = [tuple(column[i] for column in columns) for i in range(groups)]
-    for i, (count, _cs, _pcs, fill, _loc) in enumerate(result):
-        if count == 0 and fill and i != groups - 1:
-            raise ValueError(
-                f"group {i}: num_sms=0 with backfill=True takes all remaining SMs, so it may only "
-                f"be the last group (there are {groups} groups)"
-            )
-    return result  # type: ignore[return-value]
+    return [tuple(column[i] for column in columns) for i in range(groups)]  # type: ignore[misc]
+
+
+def split_requests(
+    num_sms: Any,
+    coscheduled_sm_count: Any,
+    preferred_coscheduled_sm_count: Any,
+    backfill: Any,
+    locality_domain_ids: Any,
+) -> list[_C.GroupRequest]:
+    """The split options as the core's group requests, one per group (see split_groups)."""
+    groups = split_groups(
+        num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill, locality_domain_ids
+    )
+    return [_C.GroupRequest(*group) for group in groups]
 
 
 def check_priority(priority: Any) -> int:

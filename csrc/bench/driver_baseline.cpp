@@ -1,7 +1,6 @@
 #include "driver_baseline.h"
 
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <initializer_list>
 #include <thread>
@@ -17,12 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 std::int64_t since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-}
-
-abi::CUdevResource zeroed() {
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
-  return resource;
 }
 
 // Owns one driver handle made here: destroys it (best effort, unchecked) if it is still owned
@@ -82,7 +75,7 @@ Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource
   if (bare) return made;
   abi::CUcontext context = nullptr;
   api.check(api.cuCtxFromGreenCtx(&context, made.green_ctx.get()), "cuCtxFromGreenCtx");
-  abi::CUdevResource actual = zeroed();
+  abi::CUdevResource actual = abi::zeroed_resource();
   api.check(api.cuGreenCtxGetDevResource(made.green_ctx.get(), &actual, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuGreenCtxGetDevResource");
   made.sm_count = actual.sm.smCount;
@@ -91,15 +84,15 @@ Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource
 
 struct Split {
   abi::CUdevice device = 0;
-  abi::CUdevResource group = zeroed();
-  abi::CUdevResource remainder = zeroed();
+  abi::CUdevResource group = abi::zeroed_resource();
+  abi::CUdevResource remainder = abi::zeroed_resource();
 };
 
 Split split_device(const DriverApi& api, int ordinal, unsigned min_sms) {
   api.require_version("green contexts", feature_version::kGreenContexts);
   Split out;
   api.check(api.cuDeviceGet(&out.device, ordinal), "cuDeviceGet");
-  abi::CUdevResource whole = zeroed();
+  abi::CUdevResource whole = abi::zeroed_resource();
   api.check(api.cuDeviceGetDevResource(out.device, &whole, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuDeviceGetDevResource");
   unsigned groups = 1;

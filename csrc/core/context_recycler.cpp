@@ -111,25 +111,49 @@ void ContextRecycler::lock_before_fork() noexcept { instance().mutex_.lock(); }
 
 void ContextRecycler::unlock_after_fork() noexcept { instance().mutex_.unlock(); }
 
-std::unique_ptr<ContextHandles> ContextRecycler::take(const RecycleKey& key, ContextKind kind) {
+ContextInUse::ContextInUse(const RecycleKey& key, ContextKind kind,
+                           std::unique_ptr<ContextHandles> handles) noexcept
+    : key_(key), kind_(kind), handles_(std::move(handles)) {}
+
+ContextInUse& ContextInUse::operator=(ContextInUse&& other) noexcept {
+  if (this != &other) {
+    retire(false);
+    key_ = other.key_;
+    kind_ = other.kind_;
+    handles_ = std::move(other.handles_);
+  }
+  return *this;
+}
+
+void ContextInUse::retire(bool reusable) noexcept {
+  if (handles_ == nullptr) return;
+  // What the recycler does not keep is destroyed here, after its lock is released.
+  ContextRecycler::instance().release(key_, kind_, std::move(handles_), reusable).reset();
+}
+
+ContextInUse ContextRecycler::take(const RecycleKey& key, ContextKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = idle_.begin(); it != idle_.end(); ++it) {
     if (it->key == key) {
-      std::unique_ptr<ContextHandles> handles = std::move(it->handles);
-      const std::size_t streams = handles->stream_count();
+      const std::size_t streams = it->handles->stream_count();
       counts_.idle_streams -= streams;
       counts_.streams += streams;
       ++(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
+      ContextInUse taken(key, kind, std::move(it->handles));
       idle_.erase(it);
-      return handles;
+      return taken;
     }
   }
-  return nullptr;
+  return ContextInUse();
 }
 
-void ContextRecycler::count_created(ContextKind kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
+ContextInUse ContextRecycler::adopt(const RecycleKey& key, ContextKind kind,
+                                    std::unique_ptr<ContextHandles> handles) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // if locking fails, `handles` is destroyed uncounted
+    ++(kind == ContextKind::kUser ? counts_.contexts : counts_.internal_contexts);
+  }
+  return ContextInUse(key, kind, std::move(handles));
 }
 
 void ContextRecycler::count_stream_created() {

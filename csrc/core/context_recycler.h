@@ -83,6 +83,37 @@ struct LiveCounts {
   std::size_t idle_streams = 0;       // streams of the idle contexts
 };
 
+// The driver objects of one context in use, counted as in use by its kind for exactly as long
+// as this owner holds them. ContextRecycler::take and ContextRecycler::adopt make one; when it
+// goes, the context stops being counted and is destroyed, unless retire() handed it back for
+// reuse first.
+class ContextInUse {
+ public:
+  ContextInUse() noexcept = default;  // holds nothing, counts nothing
+  ContextInUse(ContextInUse&& other) noexcept = default;
+  ContextInUse& operator=(ContextInUse&& other) noexcept;
+  ContextInUse(const ContextInUse&) = delete;
+  ContextInUse& operator=(const ContextInUse&) = delete;
+  ~ContextInUse() { retire(false); }
+
+  explicit operator bool() const noexcept { return handles_ != nullptr; }
+  ContextHandles* operator->() const noexcept { return handles_.get(); }
+  ContextHandles& operator*() const noexcept { return *handles_; }
+  const RecycleKey& key() const noexcept { return key_; }
+  // Stops counting the context and keeps it for reuse when `reusable` (its streams are idle)
+  // and the recycler's limit allows; destroys it otherwise. The owner is empty afterwards.
+  void retire(bool reusable) noexcept;
+
+ private:
+  friend class ContextRecycler;
+  // Owns `handles`, which the recycler has just counted as in use by `kind`.
+  ContextInUse(const RecycleKey& key, ContextKind kind, std::unique_ptr<ContextHandles> handles) noexcept;
+
+  RecycleKey key_;
+  ContextKind kind_ = ContextKind::kUser;
+  std::unique_ptr<ContextHandles> handles_;
+};
+
 // The recycler also keeps the counts of the contexts in use, under the same lock as the idle
 // ones, so that a context moving between the two is always counted exactly once.
 class ContextRecycler {
@@ -90,17 +121,12 @@ class ContextRecycler {
   // The process's recycler. Never destroyed: contexts still idle at exit go with the process.
   static ContextRecycler& instance();
 
-  // An idle context made from `key`, or null; a context taken is counted as in use by `kind`.
-  std::unique_ptr<ContextHandles> take(const RecycleKey& key, ContextKind kind);
-  // Counts a context just made (with no streams yet) as in use by `kind`.
-  void count_created(ContextKind kind);
+  // An idle context made from `key`, now in use by `kind`; empty when none is idle.
+  ContextInUse take(const RecycleKey& key, ContextKind kind);
+  // `handles`, a context just made from `key` (with no streams yet), in use by `kind`.
+  ContextInUse adopt(const RecycleKey& key, ContextKind kind, std::unique_ptr<ContextHandles> handles);
   // Counts a new stream of a context in use.
   void count_stream_created();
-  // Stops counting `handles` as in use by `kind` and, when `reusable` (its streams are idle)
-  // and the limit allows, keeps it for reuse; otherwise gives it back, to be destroyed.
-  std::unique_ptr<ContextHandles> release(const RecycleKey& key, ContextKind kind,
-                                          std::unique_ptr<ContextHandles> handles,
-                                          bool reusable) noexcept;
   // Destroys every idle context.
   void release_all();
   std::size_t limit() const;
@@ -110,7 +136,13 @@ class ContextRecycler {
   LiveCounts counts() const;
 
  private:
+  friend class ContextInUse;
   ContextRecycler();
+  // Stops counting `handles` as in use by `kind` and, when `reusable` and the limit allows,
+  // keeps it for reuse; otherwise gives it back, to be destroyed outside the lock.
+  std::unique_ptr<ContextHandles> release(const RecycleKey& key, ContextKind kind,
+                                          std::unique_ptr<ContextHandles> handles,
+                                          bool reusable) noexcept;
   struct Entry {
     RecycleKey key;
     std::unique_ptr<ContextHandles> handles;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace tgc::abi {
 
@@ -135,5 +136,13 @@ static_assert(sizeof(CUdevResource) == 144, "CUdevResource must stay 144 bytes")
 static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource union offset");
 static_assert(offsetof(CUdevResource, nextResource) == 136, "CUdevResource nextResource offset");
 static_assert(sizeof(CU_DEV_SM_RESOURCE_GROUP_PARAMS) == 64, "group params are 64 bytes");
+
+// A CUdevResource as every driver version expects to be handed one: all bytes zero (fields
+// an older driver does not write keep that value; see CUdevResource above).
+inline CUdevResource zeroed_resource() noexcept {
+  CUdevResource resource;
+  std::memset(&resource, 0, sizeof(resource));
+  return resource;
+}
 
 }  // namespace tgc::abi

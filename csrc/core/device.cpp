@@ -14,19 +14,21 @@ int device_count() {
   return count;
 }
 
+int check_device(long long ordinal) {
+  const int count = device_count();
+  if (ordinal < 0 || ordinal >= count) {
+    throw std::runtime_error("device_id " + std::to_string(ordinal) + " is out of range: this machine has " +
+                             std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
+                             (count > 0 ? " (valid device_id: 0.." + std::to_string(count - 1) + ")"
+                                        : std::string()));
+  }
+  return static_cast<int>(ordinal);
+}
+
 abi::CUdevice device_handle(int ordinal) {
   const DriverApi& api = driver();
-  int count = device_count();
-  if (ordinal < 0 || ordinal >= count) {
-    throw std::runtime_error(
-        "device_id " + std::to_string(ordinal) + " is out of range: " +
-        (count == 0 ? std::string("no CUDA device is visible")
-                    : "this machine has " + std::to_string(count) + " CUDA device" +
-                          (count == 1 ? "" : "s") + " (valid device_id: 0.." +
-                          std::to_string(count - 1) + ")"));
-  }
   abi::CUdevice device = 0;
-  api.check(api.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  api.check(api.cuDeviceGet(&device, check_device(ordinal)), "cuDeviceGet");
   return device;
 }
 

@@ -8,8 +8,11 @@ namespace tgc {
 // Number of CUDA devices the driver sees.
 int device_count();
 
-// The driver handle of device `ordinal`; RuntimeError naming the valid range if it is out of
-// range.
+// `ordinal` if the driver sees a device of that index; RuntimeError naming the valid range
+// otherwise.
+int check_device(long long ordinal);
+
+// The driver handle of device `ordinal` (checked as check_device does).
 abi::CUdevice device_handle(int ordinal);
 
 // Multiprocessor count of device `ordinal`.

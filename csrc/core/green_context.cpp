@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 
+#include "current_context.h"
 #include "device.h"
 #include "driver_api.h"
 #include "errors.h"
@@ -18,19 +18,6 @@
 namespace tgc {
 
 namespace {
-
-abi::CUdevResource workqueue_resource(int device, const WorkqueueConfig& config) {
-  const DriverApi& api = driver();
-  api.require_version("workqueue configuration", feature_version::kWorkqueues);
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
-  api.check(api.cuDeviceGetDevResource(device_handle(device), &resource,
-                                       abi::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG),
-            "cuDeviceGetDevResource");
-  resource.wqConfig.sharingScope = config.scope;
-  if (config.concurrency_limit) resource.wqConfig.wqConcurrencyLimit = *config.concurrency_limit;
-  return resource;
-}
 
 RecycleKey recycle_key(int device, const SmPartition& sm, const std::optional<WorkqueueConfig>& workqueue) {
   RecycleKey key;
@@ -62,7 +49,7 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
             "cuGreenCtxCreate");
   // From here on `handles` destroys the context if a later call fails.
   api.check(api.cuCtxFromGreenCtx(&handles->context, handles->green_ctx), "cuCtxFromGreenCtx");
-  std::memset(&handles->resource, 0, sizeof(handles->resource));
+  handles->resource = abi::zeroed_resource();
   api.check(api.cuGreenCtxGetDevResource(handles->green_ctx, &handles->resource,
                                          abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuGreenCtxGetDevResource");
@@ -74,18 +61,14 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
 
 LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
 
-GreenContext::GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
-                           unsigned fallback_alignment, Kind kind,
-                           std::shared_ptr<const void> keep_alive, bool counted) noexcept
+GreenContext::GreenContext(int device, ContextInUse context, unsigned fallback_alignment,
+                           std::shared_ptr<const void> keep_alive) noexcept
     : device_(device),
-      handles_(std::move(handles)),
-      key_(key),
+      context_(std::move(context)),
       fallback_alignment_(fallback_alignment),
-      kind_(kind),
       keep_alive_(std::move(keep_alive)) {
-  if (!counted) ContextRecycler::instance().count_created(kind_);
-  handles_->idle = false;
-  for (auto& entry : handles_->stream_pools) entry.second.next = 0;  // existing streams first
+  context_->idle = false;
+  for (auto& entry : context_->stream_pools) entry.second.next = 0;  // existing streams first
 }
 
 GreenContext::~GreenContext() {
@@ -93,10 +76,8 @@ GreenContext::~GreenContext() {
   // partition's keep-alive goes with this object, not with the idle context: a context made by
   // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
   // whose resource described them (the keep-alive keeps that resource valid until creation).
-  handles_->idle = handles_->synchronize();  // when destroyed, its streams need no second wait
-  const bool reusable = handles_->idle;
-  handles_ = ContextRecycler::instance().release(key_, kind_, std::move(handles_), reusable);
-  handles_.reset();
+  context_->idle = context_->synchronize();  // when destroyed, its streams need no second wait
+  context_.retire(context_->idle);
 }
 
 // What making one context needs, checked: the partition (the whole device when none was
@@ -106,8 +87,13 @@ struct GreenContext::Prepared {
   Kind kind = Kind::kUser;
   const SmPartition* given = nullptr;
   std::optional<SmPartition> whole_device;
+  std::optional<WorkqueueConfig> workqueue;
   RecycleKey key;
   const SmPartition& partition() const { return given != nullptr ? *given : *whole_device; }
+  // A new driver context made from all this, counted as in use.
+  ContextInUse make() const {
+    return ContextRecycler::instance().adopt(key, kind, make_handles(device, partition(), workqueue));
+  }
 };
 
 GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
@@ -121,43 +107,31 @@ GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
   out.kind = kind;
   if (sm == nullptr) {
     out.whole_device.emplace(SmPartition::from_device(device));
-  } else if (sm->device() != device) {
-    throw ValueError("the SM partition belongs to device " + std::to_string(sm->device()) +
-                     ", not device " + std::to_string(device));
   } else {
+    check_partition_device(*sm, device);
     out.given = sm;
   }
+  out.workqueue = workqueue;
   out.key = recycle_key(device, out.partition(), workqueue);
   return out;
 }
 
-// Wraps `handles` (taken from the recycler, which counted them, when `taken`).
-std::shared_ptr<GreenContext> GreenContext::adopt(const Prepared& prepared,
-                                                  std::unique_ptr<ContextHandles> handles,
-                                                  bool taken) {
+// Wraps `context`. The allocation comes before the constructor's arguments are evaluated: if
+// it fails, `context` is still here and goes (uncounted, destroyed) on the way out; if the
+// shared_ptr's own allocation fails, it deletes `made`, whose destructor does the same.
+std::shared_ptr<GreenContext> GreenContext::adopt(const Prepared& prepared, ContextInUse context) {
   const SmPartition& sm = prepared.partition();
-  // The allocation comes before the arguments are evaluated: if it fails, `handles` is still
-  // here and destroyed on the way out, uncounted if the recycler had counted it.
-  GreenContext* made = nullptr;
-  try {
-    made = new GreenContext(prepared.device, std::move(handles), prepared.key,
-                            sm.coscheduled_sm_count(), prepared.kind, sm.keep_alive(), taken);
-  } catch (...) {
-    if (taken) {
-      handles = ContextRecycler::instance().release(prepared.key, prepared.kind, std::move(handles), false);
-    }
-    throw;
-  }
-  return std::shared_ptr<GreenContext>(made);  // on failure, deletes `made`, which uncounts it
+  auto* made = new GreenContext(prepared.device, std::move(context), sm.coscheduled_sm_count(),
+                                sm.keep_alive());
+  return std::shared_ptr<GreenContext>(made);
 }
 
 std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
                                                    const std::optional<WorkqueueConfig>& workqueue,
                                                    Kind kind) {
   const Prepared prepared = prepare(device, sm, workqueue, kind);
-  std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared.key, kind);
-  if (handles) return adopt(prepared, std::move(handles), true);
-  return adopt(prepared, make_handles(device, prepared.partition(), workqueue), false);
+  ContextInUse idle = ContextRecycler::instance().take(prepared.key, kind);
+  return adopt(prepared, idle ? std::move(idle) : prepared.make());
 }
 
 std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
@@ -172,9 +146,9 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
   std::vector<std::size_t> to_create;  // indices of the contexts still to be made
   for (std::size_t i = 0; i < count; ++i) {
     prepared.push_back(prepare(device, partitions[i], workqueue, Kind::kUser));
-    std::unique_ptr<ContextHandles> handles = ContextRecycler::instance().take(prepared[i].key, Kind::kUser);
-    if (handles) {
-      made[i] = adopt(prepared[i], std::move(handles), true);
+    ContextInUse idle = ContextRecycler::instance().take(prepared[i].key, Kind::kUser);
+    if (idle) {
+      made[i] = adopt(prepared[i], std::move(idle));
     } else {
       to_create.push_back(i);
     }
@@ -186,7 +160,7 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
     for (std::size_t k = next.fetch_add(1); k < to_create.size(); k = next.fetch_add(1)) {
       const std::size_t i = to_create[k];
       try {
-        made[i] = adopt(prepared[i], make_handles(device, prepared[i].partition(), workqueue), false);
+        made[i] = adopt(prepared[i], prepared[i].make());
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -209,19 +183,19 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
 }
 
 SmPartition GreenContext::sm_partition(const std::shared_ptr<GreenContext>& self) {
-  return SmPartition(self->device_, self->handles_->resource, SmPartition::Origin::kContext,
+  return SmPartition(self->device_, self->context_->resource, SmPartition::Origin::kContext,
                      self->fallback_alignment_, self);
 }
 
 std::optional<unsigned> GreenContext::locality_domain_id() const {
-  return locality_domain_of(handles_->resource);
+  return locality_domain_of(context_->resource);
 }
 
 abi::CUstream GreenContext::stream(int priority) {
   std::lock_guard<std::mutex> lock(streams_mutex_);
-  StreamPool& pool = handles_->stream_pools[priority];
+  StreamPool& pool = context_->stream_pools[priority];
   if (pool.next == pool.streams.size()) {  // only while the pool is not yet full
-    OwnedStream created(create_stream(priority));
+    OwnedStream created = create_stream(priority);
     pool.streams.push_back(std::move(created));
     ContextRecycler::instance().count_stream_created();
   }
@@ -230,52 +204,51 @@ abi::CUstream GreenContext::stream(int priority) {
   return handed_out;
 }
 
-abi::CUstream GreenContext::create_stream(int priority) {
+OwnedStream GreenContext::create_stream(int priority) {
   const DriverApi& api = driver();
   abi::CUstream stream = nullptr;
   if (api.cuGreenCtxStreamCreate != nullptr) {
-    api.check(api.cuGreenCtxStreamCreate(&stream, handles_->green_ctx, abi::CU_STREAM_NON_BLOCKING, priority),
+    api.check(api.cuGreenCtxStreamCreate(&stream, context_->green_ctx, abi::CU_STREAM_NON_BLOCKING, priority),
               "cuGreenCtxStreamCreate");
-    return stream;
+    return OwnedStream(stream);
   }
   // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
   // CUcontext is current belongs to the green context (documented for 12.4).
-  make_while_current(
-      "cuStreamCreateWithPriority",
-      [&] { return api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority); },
-      [&] { warn_if_cleanup_failed(api.cuStreamDestroy(stream), "cuStreamDestroy"); });
-  return stream;
+  CurrentContext current(context_->context);
+  api.check(api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority),
+            "cuStreamCreateWithPriority");
+  OwnedStream created(stream);  // destroyed again if the pop fails
+  current.pop();
+  return created;
 }
 
 void GreenContext::make_while_current(const char* call, const std::function<abi::CUresult()>& make,
                                       const std::function<void()>& release) const {
-  const DriverApi& api = driver();
-  api.check(api.cuCtxPushCurrent(handles_->context), "cuCtxPushCurrent");
-  abi::CUresult made = make();
-  abi::CUcontext popped = nullptr;
-  abi::CUresult pop_result = api.cuCtxPopCurrent(&popped);
-  api.check(made, call);
-  if (pop_result != abi::CUDA_SUCCESS) {
+  CurrentContext current(context_->context);
+  driver().check(make(), call);
+  try {
+    current.pop();
+  } catch (...) {
     release();
-    api.check(pop_result, "cuCtxPopCurrent");
+    throw;
   }
 }
 
 std::size_t GreenContext::stream_count() const {
   std::lock_guard<std::mutex> lock(streams_mutex_);
-  return handles_->stream_count();
+  return context_->stream_count();
 }
 
 void GreenContext::push_current() const {
   const DriverApi& api = driver();
-  api.check(api.cuCtxPushCurrent(handles_->context), "cuCtxPushCurrent");
+  api.check(api.cuCtxPushCurrent(context_->context), "cuCtxPushCurrent");
 }
 
 void GreenContext::pop_current() const {
   const DriverApi& api = driver();
   abi::CUcontext top = nullptr;
   api.check(api.cuCtxGetCurrent(&top), "cuCtxGetCurrent");
-  if (top != handles_->context) {
+  if (top != context_->context) {
     throw std::runtime_error(
         "pop_context: this green context is not the current context of the calling thread");
   }

@@ -16,13 +16,10 @@
 #include "context_recycler.h"
 #include "cuda_abi.h"
 #include "sm_partition.h"
+#include "split.h"
+#include "workqueue.h"
 
 namespace tgc {
-
-struct WorkqueueConfig {
-  abi::CUdevWorkqueueConfigScope scope = abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX;
-  std::optional<unsigned> concurrency_limit;  // nullopt: the device's default
-};
 
 // Counts of what the core holds right now, for leak checks: one consistent snapshot (a
 // context moving to or from the idle set is counted once, never twice or not at all).
@@ -48,6 +45,13 @@ class GreenContext {
       int device, const std::vector<const SmPartition*>& partitions,
       const std::optional<WorkqueueConfig>& workqueue);
 
+  // Contexts on disjoint partitions of the whole device `device`, one per group: split() of
+  // the device's SMs as `requests` ask (on `path`), then create_all() of the groups. Nothing is
+  // split when the driver lacks what `workqueue` needs. The SMs no group took stay unused.
+  static std::vector<std::shared_ptr<GreenContext>> create_split(
+      int device, const std::vector<GroupRequest>& requests,
+      const std::optional<WorkqueueConfig>& workqueue, SplitPath path = SplitPath::kAuto);
+
   GreenContext(const GreenContext&) = delete;
   GreenContext& operator=(const GreenContext&) = delete;
   GreenContext(GreenContext&&) = delete;
@@ -55,9 +59,9 @@ class GreenContext {
   ~GreenContext();
 
   int device() const noexcept { return device_; }
-  abi::CUgreenCtx handle() const noexcept { return handles_->green_ctx; }
-  abi::CUcontext context() const noexcept { return handles_->context; }
-  unsigned sm_count() const noexcept { return handles_->resource.sm.smCount; }
+  abi::CUgreenCtx handle() const noexcept { return context_->green_ctx; }
+  abi::CUcontext context() const noexcept { return context_->context; }
+  unsigned sm_count() const noexcept { return context_->resource.sm.smCount; }
   // The context's actual SM resource, splittable; it keeps `self` alive.
   static SmPartition sm_partition(const std::shared_ptr<GreenContext>& self);
   std::optional<unsigned> locality_domain_id() const;
@@ -77,9 +81,8 @@ class GreenContext {
   void pop_current() const;
 
   // Makes a handle that belongs to this context: `make()` (a driver call returning CUresult,
-  // named `call` in errors) runs with this context pushed current, which is then popped. The
-  // pop is always attempted; if it fails, `release()` frees what `make` made and the pop's
-  // error is thrown.
+  // named `call` in errors) runs with this context current (a CurrentContext), which is then
+  // popped. If the pop fails, `release()` frees what `make` made and the pop's error is thrown.
   void make_while_current(const char* call, const std::function<abi::CUresult()>& make,
                           const std::function<void()>& release) const;
 
@@ -90,21 +93,16 @@ class GreenContext {
   struct Prepared;
   static Prepared prepare(int device, const SmPartition* sm,
                           const std::optional<WorkqueueConfig>& workqueue, Kind kind);
-  static std::shared_ptr<GreenContext> adopt(const Prepared& prepared,
-                                             std::unique_ptr<ContextHandles> handles, bool taken);
-  // Counts the context as in use unless `counted` (taken from the recycler, which counted it).
-  GreenContext(int device, std::unique_ptr<ContextHandles> handles, const RecycleKey& key,
-               unsigned fallback_alignment, Kind kind, std::shared_ptr<const void> keep_alive,
-               bool counted) noexcept;
-  abi::CUstream create_stream(int priority);
+  static std::shared_ptr<GreenContext> adopt(const Prepared& prepared, ContextInUse context);
+  GreenContext(int device, ContextInUse context, unsigned fallback_alignment,
+               std::shared_ptr<const void> keep_alive) noexcept;
+  OwnedStream create_stream(int priority);
 
   int device_;
-  std::unique_ptr<ContextHandles> handles_;  // never null while the object lives
-  const RecycleKey key_;                     // what it was made from, for reuse
+  ContextInUse context_;                     // never empty while the object lives
   const unsigned fallback_alignment_;        // the source partition's, for drivers before 13.0
-  Kind kind_;
   std::shared_ptr<const void> keep_alive_;   // what the source partition depended on
-  mutable std::mutex streams_mutex_;         // guards handles_->stream_pools
+  mutable std::mutex streams_mutex_;         // guards context_->stream_pools
 };
 
 }  // namespace tgc

@@ -1,10 +1,11 @@
 #include "sm_partition.h"
 
-#include <cstring>
+#include <string>
 #include <utility>
 
 #include "device.h"
 #include "driver_api.h"
+#include "errors.h"
 
 namespace tgc {
 
@@ -21,8 +22,7 @@ SmPartition SmPartition::from_device(int ordinal) {
   auto get_resource =
       api.require(api.cuDeviceGetDevResource, "green contexts", feature_version::kGreenContexts);
   abi::CUdevice device = device_handle(ordinal);
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
+  abi::CUdevResource resource = abi::zeroed_resource();
   api.check(get_resource(device, &resource, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuDeviceGetDevResource");
   return SmPartition(ordinal, resource, Origin::kDevice, default_coscheduling_alignment(ordinal),
@@ -36,6 +36,13 @@ unsigned SmPartition::coscheduled_sm_count() const noexcept {
 
 std::optional<unsigned> SmPartition::locality_domain_id() const {
   return locality_domain_of(resource_);
+}
+
+void check_partition_device(const SmPartition& sm, long long device) {
+  if (sm.device() == device) return;
+  const std::string own = std::to_string(sm.device());
+  throw ValueError("device_id=" + std::to_string(device) + " disagrees with the sm_partition's device (" + own +
+                   "); omit device_id or pass device_id=" + own);
 }
 
 std::optional<unsigned> locality_domain_of(const abi::CUdevResource& resource) {

@@ -50,6 +50,9 @@ class SmPartition {
   std::shared_ptr<const void> keep_alive_;
 };
 
+// Checks that `sm` may be used on device `device`: ValueError naming both otherwise.
+void check_partition_device(const SmPartition& sm, long long device);
+
 // Reads the locality domain of an SM resource (RuntimeError below driver 13.4).
 std::optional<unsigned> locality_domain_of(const abi::CUdevResource& resource);
 

@@ -1,7 +1,6 @@
 // The rules both split paths share, the choice of path, and the by-count helpers.
 #include "split.h"
 
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,12 +12,6 @@
 namespace tgc {
 
 namespace split_detail {
-
-abi::CUdevResource zeroed_resource() {
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
-  return resource;
-}
 
 bool has_sms(const abi::CUdevResource& resource) {
   return resource.type == abi::CU_DEV_RESOURCE_TYPE_SM && resource.sm.smCount > 0;
@@ -53,7 +46,7 @@ unsigned call_split_by_count(abi::CUdevResource* results, unsigned wanted,
 ByCount split_by_count(const abi::CUdevResource& input, unsigned wanted, unsigned flags,
                        unsigned min_count) {
   ByCount out;
-  out.results.assign(wanted, zeroed_resource());
+  out.results.assign(wanted, abi::zeroed_resource());
   out.groups = call_split_by_count(out.results.data(), wanted, input, &out.remainder, flags, min_count);
   out.results.resize(out.groups);
   return out;
@@ -63,14 +56,25 @@ ByCount split_by_count(const abi::CUdevResource& input, unsigned wanted, unsigne
 
 using namespace split_detail;
 
+void check_group_list(const std::vector<GroupRequest>& requests) {
+  if (requests.empty()) throw ValueError("split needs at least one group");
+  for (std::size_t i = 0; i + 1 < requests.size(); ++i) {
+    if (requests[i].sm_count == 0 && requests[i].backfill) {
+      throw ValueError(group_label(i) +
+                       ": num_sms=0 with backfill=True takes all remaining SMs, so it may only be "
+                       "the last group (there are " + std::to_string(requests.size()) + " groups)");
+    }
+  }
+}
+
 void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm_count,
                     bool input_splittable) {
+  check_group_list(requests);
   if (!input_splittable) {
     throw ValueError(
         "this SMPartition is a group or remainder returned by split(), which the driver cannot "
         "split again; make a GreenContext from it and split that context's sm_partition");
   }
-  if (requests.empty()) throw ValueError("split needs at least one group");
   unsigned long long asked = 0;
   for (const GroupRequest& r : requests) asked += r.sm_count;
   if (asked > input_sm_count) {
@@ -79,11 +83,6 @@ void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const GroupRequest& r = requests[i];
-    if (r.sm_count == 0 && r.backfill && i + 1 != requests.size()) {
-      throw ValueError(group_label(i) +
-                       ": num_sms=0 with backfill=True takes all remaining SMs, so it may only be "
-                       "the last group");
-    }
     if (r.sm_count > input_sm_count) {
       throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
                        " is more than the " + std::to_string(input_sm_count) +
@@ -129,15 +128,16 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
   return call_split_by_count(nullptr, 0, input.resource(), nullptr, 0, min_sms);
 }
 
-SmPartition partition_with_at_least(int ordinal, unsigned min_sms) {
+SmPartition partition_with_at_least(int ordinal, long long min_sms) {
   SmPartition device = SmPartition::from_device(ordinal);
-  if (min_sms == 0 || min_sms > device.sm_count()) {
+  if (min_sms < 1 || min_sms > device.sm_count()) {
     throw std::runtime_error("num_sms must be between 1 and " + std::to_string(device.sm_count()) +
                              " (the SM count of device " + std::to_string(ordinal) + "), got " +
                              std::to_string(min_sms));
   }
-  ByCount made = split_by_count(device.resource(), 1, 0, min_sms);
-  if (made.groups == 1 && made.results[0].sm.smCount >= min_sms) {
+  const auto count = static_cast<unsigned>(min_sms);
+  ByCount made = split_by_count(device.resource(), 1, 0, count);
+  if (made.groups == 1 && made.results[0].sm.smCount >= count) {
     return SmPartition(ordinal, detached(made.results[0]), SmPartition::Origin::kSplitGroup,
                        device.coscheduled_sm_count(), nullptr);
   }

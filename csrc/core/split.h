@@ -39,8 +39,12 @@ SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& req
 // The path `kAuto` takes with the installed driver.
 SplitPath native_split_available_path();
 
-// Checks that need no driver: a non-empty request list, discovery-with-backfill last, counts
-// within the input, an input the driver accepts for splitting.
+// The rules of a request list alone (no driver, no input): at least one group, and a
+// discovery group with backfill (it takes all remaining SMs) only last. ValueError otherwise.
+void check_group_list(const std::vector<GroupRequest>& requests);
+
+// Checks that need no driver: those of check_group_list, an input the driver accepts for
+// splitting, counts within the input.
 void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm_count,
                     bool input_splittable);
 
@@ -57,6 +61,7 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms);
 
 // The smallest partition of device `ordinal` with at least `min_sms` SMs at the default
 // co-scheduling alignment (the whole device if no aligned group that large exists).
-SmPartition partition_with_at_least(int ordinal, unsigned min_sms);
+// RuntimeError naming the device's SM count unless `min_sms` is 1 to that count.
+SmPartition partition_with_at_least(int ordinal, long long min_sms);
 
 }  // namespace tgc

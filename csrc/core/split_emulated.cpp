@@ -177,7 +177,7 @@ class EmulatedSplit {
 
   void whole_current_as_group(unsigned granularity) {
     add_group(current_, granularity);
-    current_ = zeroed_resource();
+    current_ = abi::zeroed_resource();
     current_has_sms_ = false;
   }
 

@@ -11,7 +11,6 @@
 
 namespace tgc::split_detail {
 
-abi::CUdevResource zeroed_resource();
 bool has_sms(const abi::CUdevResource& resource);
 // A split output stored on its own: the driver's `nextResource` link (13.1+) may point into
 // the array it came from, which does not outlive the call.
@@ -22,7 +21,7 @@ std::string group_label(std::size_t index);
 struct ByCount {
   unsigned groups = 0;  // how many groups the driver made (0: nothing of that size fits)
   std::vector<abi::CUdevResource> results;
-  abi::CUdevResource remainder = zeroed_resource();
+  abi::CUdevResource remainder = abi::zeroed_resource();
 };
 // Up to `wanted` groups of at least `min_count` SMs from `input` under `flags`.
 ByCount split_by_count(const abi::CUdevResource& input, unsigned wanted, unsigned flags,

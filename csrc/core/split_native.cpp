@@ -26,8 +26,8 @@ SplitResult split_native(const SmPartition& input, const std::vector<GroupReques
       params[i].localityDomainId = *r.locality_domain_id;
     }
   }
-  std::vector<abi::CUdevResource> results(requests.size(), zeroed_resource());
-  abi::CUdevResource remainder = zeroed_resource();
+  std::vector<abi::CUdevResource> results(requests.size(), abi::zeroed_resource());
+  abi::CUdevResource remainder = abi::zeroed_resource();
   api.check(split_fn(results.data(), static_cast<unsigned>(requests.size()), &input.resource(),
                      &remainder, 0, params.data()),
             "cuDevSmResourceSplit");

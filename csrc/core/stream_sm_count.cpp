@@ -3,7 +3,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -66,8 +65,7 @@ unsigned whole_device(int ordinal) {
 unsigned green_context_sm_count(const DriverApi& api, abi::CUgreenCtx green_ctx) {
   unsigned count = 0;
   if (registry().find(green_ctx, &count)) return count;
-  abi::CUdevResource resource;
-  std::memset(&resource, 0, sizeof(resource));
+  abi::CUdevResource resource = abi::zeroed_resource();
   api.check(api.cuGreenCtxGetDevResource(green_ctx, &resource, abi::CU_DEV_RESOURCE_TYPE_SM),
             "cuGreenCtxGetDevResource");
   return resource.sm.smCount;

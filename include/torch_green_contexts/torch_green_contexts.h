@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/context_recycler.h"
+#include "core/current_context.h"
 #include "core/device.h"
 #include "core/driver_info.h"
 #include "core/errors.h"

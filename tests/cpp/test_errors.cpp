@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/warnings.h"
+#include "core/workqueue.h"
 
 using namespace tgc;
 
@@ -70,4 +71,20 @@ TEST(Warnings, GoToTheHandlerOrElseToStandardError) {
   warn("third");
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "torch_green_contexts warning: third\n");
   set_warning_handler(previous);
+}
+
+TEST(Errors, WorkqueueScopesByNameAndTheErrorForOthers) {
+  EXPECT_EQ(workqueue_scope_named("device_ctx"), tgc::abi::CU_WORKQUEUE_SCOPE_DEVICE_CTX);
+  EXPECT_EQ(workqueue_scope_named("balanced"), tgc::abi::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED);
+  for (const char* bad : {"", "shared", "BALANCED"}) {
+    try {
+      workqueue_scope_named(bad);
+      FAIL() << bad;
+    } catch (const ValueError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("workqueue_scope must be one of 'device_ctx', 'balanced' or None, got '") + bad + "'");
+    }
+  }
+  EXPECT_EQ(std::string(unknown_workqueue_scope("0").what()),
+            "workqueue_scope must be one of 'device_ctx', 'balanced' or None, got 0");
 }

@@ -37,8 +37,13 @@ TEST(CheckRequests, RejectsEmpty) {
 
 TEST(CheckRequests, BackfillDiscoveryMustBeLast) {
   std::string m = message_of({group(0, 0, true), group(16)}, 132, true);
-  EXPECT_NE(m.find("group 0"), std::string::npos);
-  EXPECT_NE(m.find("last group"), std::string::npos);
+  EXPECT_EQ(m, "group 0: num_sms=0 with backfill=True takes all remaining SMs, so it may only be the last "
+               "group (there are 2 groups)");
+  // a rule of the list alone: checked before the input is looked at
+  EXPECT_EQ(message_of({group(0, 0, true), group(16)}, 8, false), m);
+  EXPECT_THROW(check_group_list({group(0, 0, true), group(0, 0, true), group(8)}), ValueError);
+  EXPECT_THROW(check_group_list({}), ValueError);
+  EXPECT_NO_THROW(check_group_list({group(16), group(0, 0, true)}));
   // backfill with an explicit count may stand anywhere
   EXPECT_NO_THROW(check_requests({group(16, 0, true), group(16)}, 132, true));
 }

@@ -23,6 +23,7 @@
 #include "bench/driver_baseline.h"
 
 #include "core/context_recycler.h"
+#include "core/current_context.h"
 #include "core/device.h"
 #include "core/driver_api.h"
 #include "core/errors.h"
@@ -205,6 +206,15 @@ TEST_F(DriverTable, DeviceQueries) {
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("valid device_id: 0..0"), std::string::npos);
+  }
+  for (long long bad : {0LL, -5LL, 133LL, 1LL << 40}) {
+    try {
+      partition_with_at_least(0, bad);
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "num_sms must be between 1 and 132 (the SM count of device 0), got " + std::to_string(bad));
+    }
   }
   SmPartition whole = SmPartition::from_device(0);
   EXPECT_EQ(whole.sm_count(), 132u);
@@ -613,6 +623,83 @@ TEST_F(Contexts, OwnedStreamsMoveAndAreDestroyedOnce) {
   EXPECT_EQ(sim().calls("cuStreamDestroy"), destroys);
 }
 
+TEST_F(Contexts, AContextInUseIsCountedExactlyAsLongAsItIsOwned) {
+  ContextRecycler::instance().set_limit(2);
+  ContextRecycler& recycler = ContextRecycler::instance();
+  RecycleKey key;  // no real context needed: handles without driver objects
+  key.device = 7;
+  EXPECT_FALSE(recycler.take(key, ContextKind::kUser)) << "nothing idle for that key";
+  // An owner made by adopt counts from the start and uncounts (destroying) when it goes.
+  ContextInUse owned = recycler.adopt(key, ContextKind::kInternal, std::make_unique<ContextHandles>());
+  EXPECT_TRUE(owned);
+  EXPECT_EQ(live_counts().internal_contexts, 1u);
+  ContextInUse moved(std::move(owned));
+  EXPECT_FALSE(owned);
+  EXPECT_EQ(live_counts().internal_contexts, 1u) << "a move counts nothing twice";
+  ContextInUse assigned = recycler.adopt(key, ContextKind::kUser, std::make_unique<ContextHandles>());
+  EXPECT_EQ(live_counts().contexts, 1u);
+  assigned = std::move(moved);  // the user context it held goes
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().internal_contexts, 1u);
+  EXPECT_EQ(assigned.key().device, 7);
+  assigned.retire(true);  // kept for reuse
+  EXPECT_FALSE(assigned);
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 1u);
+  {
+    ContextInUse taken = recycler.take(key, ContextKind::kUser);
+    EXPECT_TRUE(taken);
+    EXPECT_EQ(live_counts().contexts, 1u);
+    EXPECT_EQ(live_counts().idle_contexts, 0u);
+  }  // dropped without retire(true): destroyed, not kept
+  EXPECT_EQ(live_counts().contexts, 0u);
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+  ContextInUse empty;
+  empty.retire(true);  // holds nothing: nothing happens
+  EXPECT_EQ(live_counts().idle_contexts, 0u);
+}
+
+TEST_F(Contexts, ACurrentContextIsPushedForItsScope) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  {
+    CurrentContext current(ctx->context());
+    EXPECT_EQ(tgc::current_context(), ctx->context());
+  }
+  EXPECT_EQ(tgc::current_context(), nullptr) << "popped when the guard went";
+  {
+    CurrentContext current(ctx->context());
+    current.pop();
+    EXPECT_EQ(tgc::current_context(), nullptr);
+    const int pops = sim().calls("cuCtxPopCurrent");
+    current.pop();  // once only
+    EXPECT_EQ(sim().calls("cuCtxPopCurrent"), pops);
+  }
+  sim().fail_next("cuCtxPushCurrent", 999, 0);
+  EXPECT_THROW(CurrentContext{ctx->context()}, DriverError);
+  const int pops = sim().calls("cuCtxPopCurrent");
+  EXPECT_EQ(sim().calls("cuCtxPopCurrent"), pops) << "nothing pushed, nothing popped";
+  // A pop refused on the way out is a warning, never an exception.
+  std::vector<std::string> warnings;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  {
+    CurrentContext current(ctx->context());
+    sim().fail_next("cuCtxPopCurrent", 999, 0);
+  }
+  set_warning_handler(previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cuCtxPopCurrent"), std::string::npos);
+  if (tgc::current_context() != nullptr) {  // the refused pop left it current
+    cu::CUcontext popped = nullptr;
+    driver().cuCtxPopCurrent(&popped);
+  }
+  // pop() reports a refusal as the driver's error.
+  CurrentContext current(ctx->context());
+  sim().fail_next("cuCtxPopCurrent", 999, 0);
+  EXPECT_THROW(current.pop(), DriverError);
+  cu::CUcontext popped = nullptr;
+  driver().cuCtxPopCurrent(&popped);
+}
+
 TEST_F(Contexts, DroppedContextsAreReusedWithTheirStreams) {
   ContextRecycler::instance().set_limit(2);
   SmPartition part = partition_with_at_least(0, 16);
@@ -706,6 +793,41 @@ TEST_F(EmulatedSplit, AGroupTakingTheRestNeedsNoInternalContext) {
     for (int sm : sms_of(*b)) EXPECT_FALSE(a_sms.count(sm)) << sm;
   }
   EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
+TEST_F(Contexts, CreateSplitGoesFromRequestsToDisjointContexts) {
+  for (SplitPath path : {SplitPath::kAuto, SplitPath::kEmulated}) {
+    auto made = GreenContext::create_split(0, {group(16), group(0, 0, true)}, std::nullopt, path);
+    ASSERT_EQ(made.size(), 2u);
+    EXPECT_EQ(made[0]->sm_count(), 16u);
+    EXPECT_EQ(made[1]->sm_count(), 116u);
+    std::set<int> seen;
+    for (const auto& ctx : made) {
+      EXPECT_EQ(ctx->device(), 0);
+      for (int sm : sms_of(*ctx)) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " twice";
+    }
+    EXPECT_EQ(live_counts().contexts, 2u);
+  }
+  EXPECT_EQ(live_counts().contexts, 0u);
+  // A request the rules refuse fails before anything is made.
+  const int creates = sim().calls("cuGreenCtxCreate");
+  EXPECT_THROW(GreenContext::create_split(0, {group(0, 0, true), group(16)}, std::nullopt), ValueError);
+  EXPECT_THROW(GreenContext::create_split(0, {group(200)}, std::nullopt), ValueError);
+  EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
+  // Workqueue options the driver lacks fail before the device is split.
+  WorkqueueConfig wq;
+  wq.scope = cu::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED;
+  if (version() < 13010) {
+    const int splits = sim().calls("cuDevSmResourceSplitByCount");
+    EXPECT_THROW(GreenContext::create_split(0, {group(16), group(16)}, wq), FeatureUnavailableError);
+    EXPECT_EQ(sim().calls("cuDevSmResourceSplitByCount"), splits);
+  } else {
+    auto made = GreenContext::create_split(0, {group(16), group(24)}, wq);
+    int scope = -2, limit = -2;
+    sim().ctx_workqueue(made[1]->handle(), &scope, &limit);
+    EXPECT_EQ(scope, 1);
+  }
+  EXPECT_EQ(live_counts().contexts + live_counts().internal_contexts, 0u);
 }
 
 TEST_F(EmulatedSplit, CreateAllMakesEveryGroupConcurrently) {
@@ -863,7 +985,8 @@ TEST_F(EmulatedSplit, CreateAllWithIdleContextsStillKeepsNothingOnAFailure) {
     GreenContext::create_all(0, mixed, std::nullopt);
     FAIL() << "no error";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to device 1, not device 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device_id=0 disagrees with the sm_partition's device (1)"),
+              std::string::npos) << e.what();
   }
   EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates);
   EXPECT_EQ(g_threads_started.load(), threads);
@@ -1224,7 +1347,9 @@ TEST_F(Devices, ContextsOnEveryDeviceAndClearErrorsAcrossThem) {
     GreenContext::create(1, &on_zero, std::nullopt);
     FAIL() << "a partition of device 0 made a context on device 1";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("belongs to device 0, not device 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device_id=1 disagrees with the sm_partition's device (0); omit "
+                                         "device_id or pass device_id=0"),
+              std::string::npos) << e.what();
   }
   try {
     GreenContext::create(2, nullptr, std::nullopt);
@@ -1232,6 +1357,18 @@ TEST_F(Devices, ContextsOnEveryDeviceAndClearErrorsAcrossThem) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("valid device_id: 0..1"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(check_device(1), 1);
+  for (long long bad : {-1LL, 2LL, 1LL << 40}) {
+    try {
+      check_device(bad);
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "device_id " + std::to_string(bad) +
+                                           " is out of range: this machine has 2 CUDA devices (valid device_id: 0..1)");
+    }
+  }
+  EXPECT_NO_THROW(check_partition_device(on_one, 1));
+  EXPECT_THROW(check_partition_device(on_one, 0), ValueError);
   // Idle contexts are only ever reused on their own device.
   a.reset();
   auto again = GreenContext::create(1, &on_one, std::nullopt);
