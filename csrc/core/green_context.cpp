@@ -222,18 +222,6 @@ OwnedStream GreenContext::create_stream(int priority) {
   return created;
 }
 
-void GreenContext::make_while_current(const char* call, const std::function<abi::CUresult()>& make,
-                                      const std::function<void()>& release) const {
-  CurrentContext current(context_->context);
-  driver().check(make(), call);
-  try {
-    current.pop();
-  } catch (...) {
-    release();
-    throw;
-  }
-}
-
 std::size_t GreenContext::stream_count() const {
   std::lock_guard<std::mutex> lock(streams_mutex_);
   return context_->stream_count();

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -80,11 +79,6 @@ class GreenContext {
   void push_current() const;
   void pop_current() const;
 
-  // Makes a handle that belongs to this context: `make()` (a driver call returning CUresult,
-  // named `call` in errors) runs with this context current (a CurrentContext), which is then
-  // popped. If the pop fails, `release()` frees what `make` made and the pop's error is thrown.
-  void make_while_current(const char* call, const std::function<abi::CUresult()>& make,
-                          const std::function<void()>& release) const;
 
   // The device's default workqueue concurrency limit (13.1+).
   static unsigned max_workqueue_concurrency(int device);

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "current_context.h"
 #include "driver_api.h"
 #include "errors.h"
 #include "green_context.h"
@@ -30,9 +31,14 @@ std::atomic<std::size_t> g_live_fence_events{0};
 abi::CUevent create_event(const GreenContext& context) {
   const DriverApi& api = driver();
   abi::CUevent event = nullptr;
-  context.make_while_current(
-      "cuEventCreate", [&] { return api.cuEventCreate(&event, abi::CU_EVENT_DISABLE_TIMING); },
-      [&] { warn_if_cleanup_failed(api.cuEventDestroy(event), "cuEventDestroy"); });
+  CurrentContext current(context.context());
+  api.check(api.cuEventCreate(&event, abi::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  try {
+    current.pop();
+  } catch (...) {
+    warn_if_cleanup_failed(api.cuEventDestroy(event), "cuEventDestroy");
+    throw;
+  }
   g_live_fence_events.fetch_add(1);
   return event;
 }
