@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import time
 from typing import Any, Callable
 
@@ -19,20 +18,13 @@ from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
 from ._sm_partition import SMPartition
 from ._stats import interleaved
 from ._timing import POLL_S, QueuedLoad, graphed, time_calls
+from ._validation import as_int_at_least
 
 _QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
 
 
 def positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
-    if number < minimum:
-        raise ValueError(f"{name} must be {minimum} or more, got {number}")
-    return number
+    return as_int_at_least(name, value, minimum)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,15 @@ def as_count(name: str, value: Any) -> int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
 
 
+def as_int_at_least(name: str, value: Any, minimum: int | None) -> int:
+    """An int (bool excluded; TypeError otherwise) of at least ``minimum`` when one is given
+    (ValueError otherwise)."""
+    number = as_count(name, value)
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be {minimum} or more, got {number}")
+    return number
+
+
 def as_device_id(value: Any) -> int | None:
     """None or a non-negative int; range against the machine is checked by the core."""
     if value is None:

@@ -23,7 +23,6 @@ error FlashInfer's callers look for. Beyond FlashInfer's:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +33,7 @@ from .._errors import DriverError
 from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
+from .._validation import as_int_at_least
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
 from ._sm_counts import FLASHINFER_DRIVER_ERROR, device_constraint, does_not_fit, round_up, sm_count_constraint
 from ._streams import streams_on
@@ -219,15 +219,7 @@ def split_device_green_ctx_by_sm_count(
 
 
 def _count(name: str, value: Any, minimum: int | None) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool ({value!r})")
-    try:
-        count = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
-    if minimum is not None and count < minimum:
-        raise ValueError(f"{name} must be {minimum} or more, got {count}")
-    return count
+    return as_int_at_least(name, value, minimum)
 
 
 def _sequence(name: str, value: Any) -> list[Any]:

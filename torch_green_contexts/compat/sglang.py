@@ -13,7 +13,6 @@ stream keeps its green context alive, and contexts whose streams are dropped are
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import torch
@@ -22,6 +21,7 @@ from .._device import resolve_device
 from .._errors import DriverError
 from .._native import _C
 from .._sm_partition import SMPartition
+from .._validation import as_count
 from ._sm_counts import does_not_fit
 from ._streams import streams_on
 
@@ -77,9 +77,4 @@ def get_sm_available(device_id: int | None = None) -> int:
 
 
 def _int(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool ({value!r})")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
+    return as_count(name, value)
