@@ -32,6 +32,13 @@ PRELUDE = textwrap.dedent(
     def live(kind):
         return SIM.tgc_sim_live(kind.encode())
 
+    def raised(call):
+        try:
+            call()
+        except Exception as error:
+            return error
+        raise AssertionError("nothing raised")
+
     def sms_of_handle(green_ctx):
         out = (ctypes.c_int * 256)()
         n = SIM.tgc_sim_green_ctx_sms(green_ctx, out, 256)

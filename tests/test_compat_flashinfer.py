@@ -115,12 +115,6 @@ import torch_green_contexts.compat.flashinfer as green_ctx
 
 DEV = torch.device("cuda:0")
 
-def raised(call):
-    try:
-        call()
-    except Exception as error:
-        return error
-    raise AssertionError("nothing raised")
 
 def flashinfer_would_skip(error):
     # The except clause of FlashInfer's own tests (tests/utils/test_green_ctx.py).

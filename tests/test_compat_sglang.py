@@ -37,12 +37,6 @@ def test_against_the_simulated_driver(version):
             _streams._stream_of = lambda native: types.SimpleNamespace(native=native, handle=native.stream(0)[0])
             from torch_green_contexts.compat import sglang as spatial
 
-            def raised(call):
-                try:
-                    call()
-                except Exception as error:
-                    return error
-                raise AssertionError("nothing raised")
 
             assert spatial.get_sm_available(0) == 132
             # The H200 divisions of SGLang's PD multiplexing (prefill, decode), and two that leave SMs unused.

@@ -32,12 +32,6 @@ def test_driver_failures_raise_it_with_the_message_unchanged(version):
         import torch_green_contexts as tgc
         from torch_green_contexts import DriverError, GreenContext, SMPartition
 
-        def raised(call):
-            try:
-                call()
-            except Exception as error:
-                return error
-            raise AssertionError("nothing raised")
 
         # A failing driver call: the attributes, and the message as the core words it.
         for name, code, call in (

@@ -68,12 +68,6 @@ def test_driver_13_4_reports_the_count(domains, supported):
         f"""
         import torch, torch_green_contexts as tgc
 
-        def raised(call):
-            try:
-                call()
-            except Exception as error:
-                return error
-            raise AssertionError("nothing raised")
 
         # Before CUDA is initialised only NVML may be asked, and there is none here.
         error = raised(lambda: tgc.is_localization_supported(0))
