@@ -166,6 +166,20 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("min_partition_size", &SmPartition::min_partition_size)
       .def_property_readonly("locality_domain_id", &SmPartition::locality_domain_id)
       .def_property_readonly("splittable", &SmPartition::splittable)
+      .def_property_readonly("piece_count", [](const SmPartition& self) { return self.resources().size(); })
+      .def_static(
+          "union",
+          [](const std::vector<std::shared_ptr<SmPartition>>& parts) {
+            std::vector<const SmPartition*> raw;
+            for (const auto& part : parts) raw.push_back(part.get());
+            std::optional<SmPartition> combined;
+            {
+              py::gil_scoped_release release;
+              combined.emplace(SmPartition::combine(raw));
+            }
+            return wrap_partition(std::move(*combined));
+          },
+          py::arg("parts"))
       .def(
           "split",
           [](const SmPartition& self, const std::vector<GroupRequest>& requests, SplitPath path) {

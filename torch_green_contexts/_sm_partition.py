@@ -56,6 +56,26 @@ class SMPartition:
         device = resolve_device(device_id)
         return cls._wrap(_C._SmPartition.from_device(device))
 
+    @staticmethod
+    def union(*partitions: SMPartition) -> SMPartition:
+        """The SMs of several disjoint partitions as one partition, for one context that runs on
+        all of them: ``GreenContext(sm_partition=SMPartition.union(a, b))``.
+
+        The partitions must be groups or the remainder of one :meth:`split` (the outputs of one
+        split are disjoint, and the driver makes a context only from SM resources of one split);
+        on drivers before 13.1 that split must make them in one driver call, which it does for
+        consecutive groups of one size and the remainder after them. Anything else, the same
+        group twice and partitions of different devices are a ValueError naming the rule. Two
+        unions may share pieces: contexts made from them then share those SMs (this is how
+        overlapped layouts give both sides a shared pool). The union keeps its pieces alive and,
+        like a group, cannot be split again directly.
+        """
+        for part in partitions:
+            if not isinstance(part, SMPartition):
+                raise TypeError(f"SMPartition.union takes SMPartition objects, got {type(part).__name__}")
+        native = _C._SmPartition.union([part._native for part in partitions])
+        return SMPartition._wrap(native, parent=partitions)
+
     @property
     def device_id(self) -> int:
         """The device index this partition belongs to."""

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -92,7 +93,11 @@ bool ContextHandles::synchronize() const noexcept {
 }
 
 bool RecycleKey::operator==(const RecycleKey& other) const noexcept {
-  return device == other.device && std::memcmp(&sm, &other.sm, sizeof(sm)) == 0 &&
+  const bool same_sms = sm.size() == other.sm.size() &&
+                        std::equal(sm.begin(), sm.end(), other.sm.begin(), [](const auto& a, const auto& b) {
+                          return std::memcmp(&a, &b, sizeof(a)) == 0;
+                        });
+  return device == other.device && same_sms &&
          has_workqueue == other.has_workqueue && workqueue_scope == other.workqueue_scope &&
          concurrency_limit == other.concurrency_limit;
 }

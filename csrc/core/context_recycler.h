@@ -64,7 +64,7 @@ struct ContextHandles {
 // What a context was made from: reuse needs the same device, SMs and workqueue options.
 struct RecycleKey {
   int device = 0;
-  abi::CUdevResource sm{};  // the partition asked for, as the driver described it
+  std::vector<abi::CUdevResource> sm;  // the partition asked for, as the driver described it
   bool has_workqueue = false;
   int workqueue_scope = 0;
   std::optional<unsigned> concurrency_limit;

@@ -22,8 +22,8 @@ namespace {
 RecycleKey recycle_key(int device, const SmPartition& sm, const std::optional<WorkqueueConfig>& workqueue) {
   RecycleKey key;
   key.device = device;
-  key.sm = sm.resource();
-  key.sm.nextResource = nullptr;
+  key.sm = sm.resources();
+  for (abi::CUdevResource& resource : key.sm) resource.nextResource = nullptr;
   if (workqueue) {
     key.has_workqueue = true;
     key.workqueue_scope = static_cast<int>(workqueue->scope);
@@ -36,13 +36,12 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
                                              const std::optional<WorkqueueConfig>& workqueue) {
   const DriverApi& api = driver();
   abi::CUdevice handle = device_handle(device);
-  abi::CUdevResource resources[2];
-  unsigned count = 0;
-  resources[count++] = sm.resource();
-  if (workqueue) resources[count++] = workqueue_resource(device, *workqueue);
+  std::vector<abi::CUdevResource> resources = sm.resources();
+  if (workqueue) resources.push_back(workqueue_resource(device, *workqueue));
 
   abi::CUdevResourceDesc desc = nullptr;
-  api.check(api.cuDevResourceGenerateDesc(&desc, resources, count), "cuDevResourceGenerateDesc");
+  api.check(api.cuDevResourceGenerateDesc(&desc, resources.data(), static_cast<unsigned>(resources.size())),
+            "cuDevResourceGenerateDesc");
 
   auto handles = std::make_unique<ContextHandles>();
   api.check(api.cuGreenCtxCreate(&handles->green_ctx, desc, handle, abi::CU_GREEN_CTX_DEFAULT_STREAM),

@@ -1,5 +1,6 @@
 #include "sm_partition.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -12,10 +13,101 @@ namespace tgc {
 SmPartition::SmPartition(int device, const abi::CUdevResource& resource, Origin origin,
                          unsigned fallback_alignment, std::shared_ptr<const void> keep_alive)
     : device_(device),
-      resource_(resource),
+      resources_{resource},
       origin_(origin),
       fallback_alignment_(fallback_alignment),
       keep_alive_(std::move(keep_alive)) {}
+
+unsigned SmPartition::sm_count() const noexcept {
+  unsigned total = 0;
+  for (const abi::CUdevResource& resource : resources_) total += resource.sm.smCount;
+  return total;
+}
+
+void SmPartition::mark_split(std::uint64_t serial, unsigned piece) noexcept {
+  split_serial_ = serial;
+  pieces_.assign(1, piece);
+}
+
+namespace {
+
+void check_combinable(const std::vector<const SmPartition*>& parts) {
+  const SmPartition& first = *parts.front();
+  for (const SmPartition* part : parts) {
+    if (part->device() != first.device()) {
+      throw ValueError("SMPartition.union: the partitions must be of one device, got devices " +
+                       std::to_string(first.device()) + " and " + std::to_string(part->device()));
+    }
+    if (part->split_serial() == 0) {
+      throw ValueError(
+          "SMPartition.union combines groups and remainders of one split(): a partition of a whole "
+          "device or of a context may overlap any other; split it and combine the pieces");
+    }
+    if (part->split_serial() != first.split_serial()) {
+      throw ValueError(
+          "SMPartition.union: the partitions come from different split() calls, whose SMs may "
+          "overlap (and the driver combines only SM resources of one split); combine groups and "
+          "the remainder of one split");
+    }
+  }
+}
+
+}  // namespace
+
+SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
+  if (parts.empty()) throw ValueError("SMPartition.union needs at least one partition");
+  for (const SmPartition* part : parts) {
+    if (part == nullptr) throw ValueError("SMPartition.union: a partition is None");
+  }
+  if (parts.size() == 1) return *parts.front();
+  check_combinable(parts);
+  // (piece, resource) of every part, in the order of the split's outputs.
+  std::vector<std::pair<unsigned, abi::CUdevResource>> pieces;
+  auto keep = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  for (const SmPartition* part : parts) {
+    for (std::size_t i = 0; i < part->pieces_.size(); ++i) {
+      pieces.emplace_back(part->pieces_[i], part->resources_[i]);
+    }
+    keep->push_back(part->keep_alive_);
+  }
+  std::sort(pieces.begin(), pieces.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < pieces.size(); ++i) {
+    if (pieces[i].first == pieces[i - 1].first) {
+      throw ValueError("SMPartition.union: the partitions overlap (output " +
+                       std::to_string(pieces[i].first) +
+                       " of the split, counting groups then the remainder, is in two of them); "
+                       "give each group or remainder once");
+    }
+  }
+  const SmPartition& first = *parts.front();
+  SmPartition out(first.device_, pieces.front().second, Origin::kUnion, first.fallback_alignment_,
+                  std::shared_ptr<const void>(keep, keep.get()));
+  out.resources_.clear();
+  out.split_serial_ = first.split_serial_;
+  for (const auto& piece : pieces) {
+    out.pieces_.push_back(piece.first);
+    out.resources_.push_back(piece.second);
+  }
+  // The driver's own rules (one split, one co-scheduling alignment) are checked now, where the
+  // pieces are named, rather than when a context is made.
+  const DriverApi& api = driver();
+  auto generate = api.require(api.cuDevResourceGenerateDesc, "green contexts", feature_version::kGreenContexts);
+  abi::CUdevResourceDesc desc = nullptr;
+  const abi::CUresult result =
+      generate(&desc, out.resources_.data(), static_cast<unsigned>(out.resources_.size()));
+  if (result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION || result == abi::CUDA_ERROR_INVALID_VALUE) {
+    throw ValueError(
+        "SMPartition.union: the driver cannot combine these pieces (cuDevResourceGenerateDesc: " +
+        api.error_name(result) +
+        "): it makes one context only from SM resources of one driver split with one co-scheduling "
+        "alignment; below driver " + format_driver_version(feature_version::kNativeSplit) +
+        " a split into groups of different sizes takes several driver splits: split into groups "
+        "of one size (and the remainder) to combine them");
+  }
+  api.check(result, "cuDevResourceGenerateDesc");
+  return out;
+}
 
 SmPartition SmPartition::from_device(int ordinal) {
   const DriverApi& api = driver();
@@ -30,12 +122,16 @@ SmPartition SmPartition::from_device(int ordinal) {
 }
 
 unsigned SmPartition::coscheduled_sm_count() const noexcept {
-  unsigned reported = resource_.sm.smCoscheduledAlignment;
+  unsigned reported = resources_.front().sm.smCoscheduledAlignment;
   return reported != 0 ? reported : fallback_alignment_;
 }
 
 std::optional<unsigned> SmPartition::locality_domain_id() const {
-  return locality_domain_of(resource_);
+  std::optional<unsigned> domain = locality_domain_of(resources_.front());
+  for (const abi::CUdevResource& resource : resources_) {
+    if (locality_domain_of(resource) != domain) return std::nullopt;  // a union across domains
+  }
+  return domain;
 }
 
 void check_partition_device(const SmPartition& sm, long long device) {

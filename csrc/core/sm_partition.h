@@ -1,10 +1,15 @@
 // SmPartition: an SM resource of one device, as the driver describes it, plus whatever must
 // stay alive for it to remain meaningful (the context it was queried from, the internal
 // contexts an emulated split made). A partition describes SMs; it reserves nothing.
+//
+// A partition is one SM resource, or the union of several pieces of one split (combine()):
+// the driver makes one context from several SM resources when they come from one split.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cuda_abi.h"
 
@@ -17,7 +22,8 @@ class SmPartition {
     kDevice,        // cuDeviceGetDevResource: splittable
     kContext,       // cuGreenCtxGetDevResource: splittable
     kSplitGroup,    // a group of a split: the driver refuses to split it again
-    kSplitRemainder // the remainder of a split: likewise
+    kSplitRemainder, // the remainder of a split: likewise
+    kUnion           // pieces of one split combined (combine()): likewise
   };
 
   SmPartition(int device, const abi::CUdevResource& resource, Origin origin,
@@ -26,28 +32,45 @@ class SmPartition {
   // The whole SM resource of device `ordinal`.
   static SmPartition from_device(int ordinal);
 
+  // The SMs of `parts`, disjoint pieces of one split() of one device, as one partition that
+  // a context can be made from. ValueError naming the rule for no parts, parts of different
+  // devices, parts that may overlap (the same piece twice, pieces of different splits, a
+  // whole device or context) and pieces the driver refuses to combine.
+  static SmPartition combine(const std::vector<const SmPartition*>& parts);
+
   int device() const noexcept { return device_; }
-  unsigned sm_count() const noexcept { return resource_.sm.smCount; }
+  unsigned sm_count() const noexcept;
   // The co-scheduling alignment the driver reports (drivers before 13.0 do not report it:
   // then the alignment the split asked for, or the architecture's default).
   unsigned coscheduled_sm_count() const noexcept;
   // minSmPartitionSize (13.0+; 0 when the driver does not report it).
-  unsigned min_partition_size() const noexcept { return resource_.sm.minSmPartitionSize; }
+  unsigned min_partition_size() const noexcept { return resources_.front().sm.minSmPartitionSize; }
   // The locality domain (13.4+): nullopt when unspecified. RuntimeError on older drivers.
   std::optional<unsigned> locality_domain_id() const;
   Origin origin() const noexcept { return origin_; }
   bool splittable() const noexcept {
     return origin_ == Origin::kDevice || origin_ == Origin::kContext;
   }
-  const abi::CUdevResource& resource() const noexcept { return resource_; }
+  // The first (for a partition that is not a union, the only) SM resource.
+  const abi::CUdevResource& resource() const noexcept { return resources_.front(); }
+  // Every SM resource, as cuDevResourceGenerateDesc takes them.
+  const std::vector<abi::CUdevResource>& resources() const noexcept { return resources_; }
   const std::shared_ptr<const void>& keep_alive() const noexcept { return keep_alive_; }
+
+  // Which split() made this partition (0: none) and which of its outputs it holds (groups in
+  // order, then the remainder); split() sets them.
+  void mark_split(std::uint64_t serial, unsigned piece) noexcept;
+  std::uint64_t split_serial() const noexcept { return split_serial_; }
+  const std::vector<unsigned>& pieces() const noexcept { return pieces_; }
 
  private:
   int device_;
-  abi::CUdevResource resource_;
+  std::vector<abi::CUdevResource> resources_;  // never empty
   Origin origin_;
   unsigned fallback_alignment_;
   std::shared_ptr<const void> keep_alive_;
+  std::uint64_t split_serial_ = 0;
+  std::vector<unsigned> pieces_;  // ascending
 };
 
 // Checks that `sm` may be used on device `device`: ValueError naming both otherwise.

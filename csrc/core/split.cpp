@@ -1,6 +1,8 @@
 // The rules both split paths share, the choice of path, and the by-count helpers.
 #include "split.h"
 
+#include <atomic>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -120,8 +122,14 @@ SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& req
                   SplitPath path) {
   check_requests(requests, input.sm_count(), input.splittable());
   if (path == SplitPath::kAuto) path = native_split_available_path();
-  if (path == SplitPath::kNative) return split_native(input, requests);
-  return split_emulated(input, requests);
+  SplitResult out = path == SplitPath::kNative ? split_native(input, requests) : split_emulated(input, requests);
+  // The outputs of one split are disjoint: SmPartition::combine() relies on these marks.
+  static std::atomic<std::uint64_t> serials{0};
+  const std::uint64_t serial = serials.fetch_add(1) + 1;
+  unsigned piece = 0;
+  for (SmPartition& group : out.groups) group.mark_split(serial, piece++);
+  if (out.remainder) out.remainder->mark_split(serial, piece);
+  return out;
 }
 
 unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
