@@ -147,6 +147,13 @@ TWO_DEVICES = textwrap.dedent(
     assert GreenContext(sm_partition=on_one).device_id == 1
     assert [c.device_id for c in GreenContext.split(num_sms=(8, 8), device_id=1)] == [1, 1]
     groups, _ = SMPartition.from_device(device_id=0).split(num_sms=8)
+    other, _ = on_one.split(num_sms=8)
+    try:
+        SMPartition.union(groups[0], other[0])
+    except ValueError as error:
+        assert "of one device" in str(error), error
+    else:
+        raise AssertionError("no ValueError")
     try:
         GreenContext(sm_partition=groups[0], device_id=1)
     except ValueError as error:
@@ -226,3 +233,61 @@ def test_sizing_counts_and_checks_against_the_simulated_driver(version):
                CUDA_VISIBLE_DEVICES="")
     result = subprocess.run([sys.executable, "-c", SIZING], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.startswith("ok"), result.stdout + result.stderr
+
+
+UNION = textwrap.dedent(
+    """
+    from torch_green_contexts import GreenContext, SMPartition
+    from torch_green_contexts.layouts import Layouts
+
+    def fails(call, error, text):
+        try:
+            call()
+        except error as caught:
+            assert text in str(caught), caught
+        else:
+            raise AssertionError(f"no {error.__name__}")
+
+    whole = SMPartition.from_device(0)
+    groups, rest = whole.split(num_sms=(8, 16, 0), coscheduled_sm_count=2, backfill=(False, False, True))
+    # (8, 16) are two driver splits below 13.1: only pieces of one of them combine there.
+    eights, _ = whole.split(num_sms=(8, 8, 8, 0), coscheduled_sm_count=2, backfill=(False, False, False, True))
+    shared = eights[3]
+    latency = SMPartition.union(eights[0], shared)
+    batch = SMPartition.union(eights[1], eights[2], shared)
+    assert (latency.sm_count, batch.sm_count) == (8 + shared.sm_count, 16 + shared.sm_count)
+    assert latency.device_id == 0 and "SMPartition(" in repr(latency)
+    assert GreenContext(sm_partition=latency).sm_count == latency.sm_count
+    assert GreenContext(sm_partition=batch).sm_count == batch.sm_count
+    assert SMPartition.union(eights[1]).sm_count == 8
+    fails(lambda: latency.split(num_sms=8), ValueError, "cannot split again")
+    fails(lambda: SMPartition.union(), ValueError, "at least one")
+    fails(lambda: SMPartition.union(eights[0], eights[0]), ValueError, "overlap")
+    fails(lambda: SMPartition.union(eights[0], groups[1]), ValueError, "different split() calls")
+    fails(lambda: SMPartition.union(whole, eights[0]), ValueError, "whole device")
+    fails(lambda: SMPartition.union(eights[0], "x"), TypeError, "SMPartition objects")
+    default_aligned, remainder = whole.split(num_sms=(8, 8))
+    fails(lambda: SMPartition.union(default_aligned[0], remainder), ValueError, "cannot combine")
+    import torch_green_contexts as tgc
+    if tgc.driver_version() < 13010:
+        fails(lambda: SMPartition.union(groups[0], groups[1]), ValueError, "groups of one size")
+    else:
+        assert SMPartition.union(groups[0], groups[1]).sm_count == 24
+    for pairs, text in (([(12, 16)], "multiples of 8"), ([(0, 0)], "at least one floor"),
+                        ([(64, 72)], "leaving none to share"), ([(8, 8), (8, 8)], "repeated floors"),
+                        ([(8,)], "pairs"), ([(8, -8)], "multiples of 8")):
+        fails(lambda: Layouts(overlapped=pairs, device_id=0), ValueError, text)
+    fails(lambda: Layouts(device_id=0), ValueError, "at least one layout")
+    fails(lambda: Layouts(overlapped=[(8, 8.0)], device_id=0), TypeError, "ints")
+    print("ok")
+    """
+)
+
+
+@pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
+@pytest.mark.parametrize("version", [12040, 13000, 13010, 13040])
+def test_unions_of_split_pieces_against_the_simulated_driver(version):
+    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION=str(version),
+               CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run([sys.executable, "-c", UNION], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

@@ -27,39 +27,44 @@ device (events, never a host wait), in one of two ways:
 The end layouts ``0`` (every SM to batch work) and the device's SM count (every SM to the
 latency side) are layouts too: both run their two streams on one green context of the whole
 device, as servers run pure prefill and pure decode steps.
+
+Overlapped layouts (``overlapped=[(latency_floor, batch_floor), ...]``) give each side a floor
+of SMs the other never runs on and let both use the rest, the shared pool: the latency context
+holds its floor and the pool, the batch context its floor and the pool, and the latency stream
+runs at the highest priority, so decode has SMs no prefill kernel can occupy plus the pool
+whenever it needs it, while prefill keeps most of the GPU. Such a layout is switched to by its
+``(latency_floor, batch_floor)`` key::
+
+    layouts = Layouts([0], overlapped=[(16, 64), (32, 32)], ordering="per_role")
+    step = layouts.switch((16, 64))   # step.sm_count == 16 + shared, step.shared_sm_count == shared
+
+The first launch of each kernel in each context loads it there (CUDA's lazy module loading),
+and a load can wait for work running on the device: run every kernel a server uses once on
+every layout before serving (:meth:`Layouts.warm_up`), or set ``CUDA_MODULE_LOADING=EAGER``.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Tuple, Union
 
 import torch
 
 from ._device import resolve_device
-from ._green_context import GreenContext
+from ._layout_build import Layout
+from ._layout_build import granularity as _granularity
+from ._layout_build import make_fence as _make_fence
+from ._layout_build import make_layout as _make_layout
+from ._layout_build import make_overlapped as _make_overlapped
 from ._native import _C
-from ._sm_partition import SMPartition
+from ._validation import _priority_range
 
 __all__ = ["Handoff", "Layout", "Layouts", "ORDERINGS"]
 
+LayoutKey = Union[int, Tuple[int, int]]
+
 ORDERINGS = ("full", "per_role")
 ROLES = ("latency", "batch")
-
-
-class Layout(NamedTuple):
-    """One split: the latency partition and the rest of the device, with a stream of each.
-
-    ``sm_count`` and ``batch_sm_count`` are the SMs given to each role. In the end layouts
-    (``sm_count`` 0 or all SMs) ``latency`` and ``batch`` are one context of the whole device.
-    """
-
-    latency_stream: torch.cuda.Stream
-    batch_stream: torch.cuda.Stream
-    latency: GreenContext
-    batch: GreenContext
-    sm_count: int
-    batch_sm_count: int
 
 
 class Handoff:
@@ -92,47 +97,81 @@ def check_ordering(ordering: object) -> str:
     return str(ordering)
 
 
-def _make_layout(k: int, total: int, device: int, priority: int) -> Layout:
-    if k in (0, total):
-        whole = GreenContext(sm_partition=SMPartition.from_device(device))
-        return Layout(whole.Stream(priority=priority), whole.Stream(), whole, whole, k, total - k)
-    latency, batch = GreenContext.split(num_sms=(k, 0), backfill=(False, True), device_id=device)
-    return Layout(latency.Stream(priority=priority), batch.Stream(), latency, batch, latency.sm_count,
-                  batch.sm_count)
+def _ints(name: str, values: Iterable[Any]) -> list[int]:
+    out = []
+    for value in values:
+        if isinstance(value, bool):
+            raise TypeError(f"{name} entries must be ints, not bool")
+        try:
+            out.append(operator.index(value))
+        except TypeError:
+            raise TypeError(f"{name} entries must be ints, got {type(value).__name__} ({value!r})") from None
+    return out
 
 
-def _make_fence(layout: Layout) -> _C._StreamFence:
-    return _C._StreamFence([(layout.latency._native, layout.latency_stream.cuda_stream),
-                            (layout.batch._native, layout.batch_stream.cuda_stream)])
+def _sequence(name: str, value: Any, what: str) -> list[Any]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a sequence of {what}, got {type(value).__name__}")
+    return list(value)
+
+
+def _floor_pairs(overlapped: Any) -> list[tuple[int, int]]:
+    pairs = []
+    for pair in _sequence("overlapped", overlapped, "(latency_floor, batch_floor) pairs"):
+        items = _sequence("overlapped entries", pair, "two SM counts")
+        if len(items) != 2:
+            raise ValueError(f"overlapped entries must be (latency_floor, batch_floor) pairs, got {pair!r}")
+        latency_floor, batch_floor = _ints("overlapped", items)
+        pairs.append((latency_floor, batch_floor))
+    return pairs
+
+
+def _check_floors(pairs: list[tuple[int, int]], step: int, total: int, device: int) -> None:
+    for latency_floor, batch_floor in pairs:
+        where = f"overlapped layout ({latency_floor}, {batch_floor})"
+        if latency_floor < 0 or batch_floor < 0 or latency_floor % step or batch_floor % step:
+            raise ValueError(f"{where}: floors must be multiples of {step} SMs (the smallest partition of "
+                             f"device {device}) of 0 or more")
+        if latency_floor + batch_floor == 0:
+            raise ValueError(f"{where}: at least one floor must be positive (with no floors both sides share "
+                             f"every SM: that is the end layout {total})")
+        if latency_floor + batch_floor >= total:
+            raise ValueError(f"{where}: the floors take {latency_floor + batch_floor} of the {total} SMs of "
+                             f"device {device}, leaving none to share; leave at least one")
 
 
 class Layouts:
-    """One split ``(k, rest)`` of the device per ``k`` in ``latency_sms``, all alive at once.
+    """Layouts of the device, all alive at once, one of them active at a time.
 
-    ``k`` is 0 to the device's SM count: each layout between the ends comes from one split, so
-    its two contexts never share SMs; layouts of different sizes do share SMs with each other,
-    so run one layout's work at a time, as :meth:`switch` orders it. ``latency_priority`` is
-    the priority of the latency streams (as for ``torch.cuda.Stream``: lower is higher);
-    ``ordering`` is the default of :meth:`switch`. Holding a layout costs two streams and two
-    green contexts (one at the ends); :meth:`close` (or the end of a ``with`` block) drops them.
+    For each ``k`` in ``latency_sms`` (0 to the device's SM count), a split ``(k, rest)``: each
+    layout between the ends comes from one split, so its two contexts never share SMs. For each
+    ``(latency_floor, batch_floor)`` in ``overlapped``, an overlapped layout: floors that are
+    multiples of the device's smallest partition (8 SMs on Hopper, read from the driver) and
+    leave at least that many SMs to share. Different layouts share SMs with each other, so run
+    one layout's work at a time, as :meth:`switch` orders it.
+
+    ``latency_priority`` is the priority of the latency streams (as for ``torch.cuda.Stream``:
+    lower is higher); by default 0 in disjoint and end layouts and the highest priority in
+    overlapped ones, where the latency side competes with the batch side for the shared SMs.
+    ``ordering`` is the default of :meth:`switch`: ``"full"`` unless given. Holding a layout
+    costs two streams and two green contexts (one at the ends); :meth:`close` (or the end of a
+    ``with`` block) drops them.
     """
 
-    def __init__(self, latency_sms: Iterable[int], *, device_id: int | None = None,
-                 latency_priority: int = 0, ordering: str = "full") -> None:
-        if isinstance(latency_sms, (str, bytes)) or not isinstance(latency_sms, Iterable):
-            raise TypeError(f"latency_sms must be a sequence of SM counts, got {type(latency_sms).__name__}")
-        counts = []
-        for k in latency_sms:
-            if isinstance(k, bool):
-                raise TypeError("latency_sms entries must be ints, not bool")
-            try:
-                counts.append(operator.index(k))
-            except TypeError:
-                raise TypeError(f"latency_sms entries must be ints, got {type(k).__name__} ({k!r})") from None
-        if not counts:
-            raise ValueError("latency_sms must name at least one SM count")
+    def __init__(self, latency_sms: Iterable[int] = (), *, overlapped: Iterable[tuple[int, int]] = (),
+                 device_id: int | None = None, latency_priority: int | None = None,
+                 ordering: str = "full") -> None:
+        counts = _ints("latency_sms", _sequence("latency_sms", latency_sms, "SM counts"))
+        pairs = _floor_pairs(overlapped)
+        if not counts and not pairs:
+            raise ValueError("Layouts needs at least one layout: an SM count in latency_sms or a pair in overlapped")
         if len(set(counts)) != len(counts):
             raise ValueError(f"latency_sms has repeated counts: {counts}")
+        if len(set(pairs)) != len(pairs):
+            raise ValueError(f"overlapped has repeated floors: {pairs}")
+        if latency_priority is not None and (isinstance(latency_priority, bool)
+                                             or not isinstance(latency_priority, int)):
+            raise TypeError(f"latency_priority must be an int or None, got {type(latency_priority).__name__}")
         self._ordering = check_ordering(ordering)
         device = resolve_device(device_id)
         total = _C.device_sm_count(device)
@@ -140,14 +179,23 @@ class Layouts:
         if wrong:
             raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and "
                              f"{total} (every SM of device {device} to the latency side), got {wrong}")
+        step = _granularity(device) if pairs else 1
+        _check_floors(pairs, step, total, device)
         self._device = device
-        self._layouts: dict[int, Layout] = {}
-        self._fences: dict[int, _C._StreamFence] = {}
+        self._layouts: dict[LayoutKey, Layout] = {}
+        self._fences: dict[LayoutKey, _C._StreamFence] = {}
+        disjoint_priority = 0 if latency_priority is None else latency_priority
         for k in counts:
-            layout = _make_layout(k, total, device, latency_priority)
-            self._layouts[k] = layout
-            self._fences[k] = _make_fence(layout)
-        self._active: int | None = None
+            self._add(_make_layout(k, total, device, disjoint_priority))
+        if pairs:
+            overlap_priority = _priority_range()[1] if latency_priority is None else latency_priority
+            for latency_floor, batch_floor in pairs:
+                self._add(_make_overlapped(latency_floor, batch_floor, step, device, overlap_priority))
+        self._active: LayoutKey | None = None
+
+    def _add(self, layout: Layout) -> None:
+        self._layouts[layout.key] = layout
+        self._fences[layout.key] = _make_fence(layout)
 
     @property
     def device_id(self) -> int:
@@ -160,7 +208,13 @@ class Layouts:
 
     @property
     def counts(self) -> tuple[int, ...]:
-        """The latency partitions' SM counts, in the order given."""
+        """The latency SM counts of the disjoint and end layouts, in the order given."""
+        return tuple(k for k in self._layouts if isinstance(k, int))
+
+    @property
+    def keys(self) -> tuple[LayoutKey, ...]:
+        """What :meth:`switch` takes for each layout: the counts of the disjoint and end layouts,
+        then the ``(latency_floor, batch_floor)`` pairs of the overlapped ones."""
         return tuple(self._layouts)
 
     @property
@@ -168,12 +222,12 @@ class Layouts:
         """The layout of the last :meth:`switch`, or None before the first."""
         return None if self._active is None else self._layouts[self._active]
 
-    def __getitem__(self, latency_sms: int) -> Layout:
-        """The layout of ``latency_sms`` SMs, without ordering anything (see :meth:`switch`)."""
+    def __getitem__(self, key: LayoutKey) -> Layout:
+        """The layout of ``key`` (see :attr:`keys`), without ordering anything (see :meth:`switch`)."""
         try:
-            return self._layouts[latency_sms]
+            return self._layouts[_as_key(key)]
         except KeyError:
-            raise KeyError(f"no layout of {latency_sms!r} latency SMs; have {list(self._layouts)}") from None
+            raise KeyError(f"no layout {key!r}; have {list(self._layouts)}") from None
 
     def __iter__(self) -> Iterator[Layout]:
         return iter(self._layouts.values())
@@ -181,25 +235,27 @@ class Layouts:
     def __len__(self) -> int:
         return len(self._layouts)
 
-    def switch(self, latency_sms: int, *, ordering: str | None = None) -> Layout:
-        """The layout of ``latency_sms`` SMs, its streams ordered after the work queued so far on
+    def switch(self, key: LayoutKey, *, ordering: str | None = None) -> Layout:
+        """The layout of ``key`` (a latency SM count, or an overlapped layout's
+        ``(latency_floor, batch_floor)``), its streams ordered after the work queued so far on
         the previously switched-to layout's streams, ``"full"`` or ``"per_role"`` (default: the
         ``ordering`` given to the constructor; see the module's documentation). Nothing is
         ordered when it is the layout already active. Costs a few microseconds of host time and
         never waits for the GPU. Call it from one thread at a time."""
-        fence = self._fences.get(latency_sms)
+        key = _as_key(key)
+        fence = self._fences.get(key)
         if fence is None:
-            raise KeyError(f"no layout of {latency_sms!r} latency SMs; have {list(self._layouts)}")
+            raise KeyError(f"no layout {key!r}; have {list(self._layouts)}")
         previous = self._active
-        if previous != latency_sms:
+        if previous != key:
             if previous is not None:
                 mode = self._ordering if ordering is None else check_ordering(ordering)
                 if mode == "full":
                     fence.order_after(self._fences[previous])
                 else:
                     fence.order_each_after(self._fences[previous])
-            self._active = latency_sms
-        return self._layouts[latency_sms]
+            self._active = key
+        return self._layouts[key]
 
     def handoff(self, *, role: str = "batch") -> Handoff:
         """A :class:`Handoff` of the work queued so far on the active layout's ``role`` stream
@@ -218,6 +274,21 @@ class Layouts:
             raise RuntimeError("Layouts.handoff: no layout is active yet; call switch() first")
         return Handoff(active.latency_stream if role == "latency" else active.batch_stream)
 
+    def warm_up(self, launch: Callable[[], Any]) -> None:
+        """Call ``launch`` (which queues work on PyTorch's current stream) once on each stream
+        of every layout, then wait for it all: the kernels it launches are then loaded in every
+        context, and a later first use cannot wait on a module load (see the module's
+        documentation). The active layout stays as it was."""
+        seen: set[int] = set()
+        for layout in self._layouts.values():
+            for stream in (layout.latency_stream, layout.batch_stream):
+                if id(stream) in seen:
+                    continue
+                seen.add(id(stream))
+                with torch.cuda.stream(stream):
+                    launch()
+        torch.cuda.synchronize(self._device)
+
     def close(self) -> None:
         """Drop every layout (their contexts go back to the pool of idle contexts)."""
         self._fences.clear()
@@ -231,4 +302,10 @@ class Layouts:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Layouts(latency_sms={self.counts}, device_id={self._device}, ordering={self._ordering!r})"
+        pairs = [k for k in self._layouts if not isinstance(k, int)]
+        extra = f", overlapped={pairs}" if pairs else ""
+        return f"Layouts(latency_sms={self.counts}{extra}, device_id={self._device}, ordering={self._ordering!r})"
+
+
+def _as_key(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key

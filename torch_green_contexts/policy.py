@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from ._corrections import Corrections
 from ._profile import LatencyProfile
 from ._sizing_result import _check_percentile
 from .layouts import Layout, Layouts, check_ordering
@@ -46,12 +47,16 @@ class SplitPolicy:
 
     Online correction: :meth:`step` records a CUDA event on the latency stream and
     :meth:`done` another; the elapsed time of each pair is read later, once the GPU has passed
-    it (every ``read_every`` steps, never waiting). A step that took longer than the profile's
-    figure raises the correction of its SM count, and of every smaller count (a slowdown seen
-    on ``k`` SMs, from a heavier load than the profiled one say, is at least as large on fewer),
-    to the ratio observed. Corrections decay back towards 1 with a half-life of
-    ``half_life_steps`` steps, so the policy returns to smaller partitions once the slowdown
-    is gone. ``sample_every`` times one step in that many.
+    it (every ``read_every`` steps, never waiting). Each SM count's correction is the median of
+    its last few measured ratios (latency over the profile's median for that step), from steps
+    on that count only; a *change* on ``k`` SMs (its recent ratio over its own slow baseline:
+    a heavier load than the profiled one, say) also raises every smaller count, since a slowdown
+    on ``k`` SMs is at least as large on fewer, while a steady bias on ``k`` does not. What is no
+    longer measured decays back towards the profile with a half-life of ``half_life_steps``
+    steps, so a smaller count that was slow is tried again once the slowdown is gone: no bias
+    can keep a count out for good. Moving down to a smaller count needs its estimate to be
+    ``hysteresis`` (a share of the bound) below the bound, against flip-flopping.
+    ``sample_every`` times one step in that many.
 
     ``layouts`` is a :class:`~torch_green_contexts.layouts.Layouts`; every positive SM count in
     it must have been measured by the profile. Use the policy from one thread at a time.
@@ -59,16 +64,19 @@ class SplitPolicy:
 
     def __init__(self, profile: LatencyProfile, layouts: Layouts, *, slo_us: float, percentile: int = 99,
                  ordering: str = "per_role", headroom: float = 0.05, half_life_steps: int = 256,
-                 read_every: int = 8, sample_every: int = 1, max_pending: int = 256) -> None:
+                 read_every: int = 8, sample_every: int = 1, max_pending: int = 256,
+                 hysteresis: float = 0.05) -> None:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
-        for name, value in (("slo_us", slo_us), ("headroom", headroom)):
+        for name, value in (("slo_us", slo_us), ("headroom", headroom), ("hysteresis", hysteresis)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise TypeError(f"{name} must be a finite number, got {value!r}")
         if slo_us <= 0:
             raise ValueError(f"slo_us must be a positive number of microseconds, got {slo_us!r}")
         if not 0 <= headroom < 1:
             raise ValueError(f"headroom must be at least 0 and below 1 (a share of the SLO), got {headroom!r}")
+        if not 0 <= hysteresis < 1:
+            raise ValueError(f"hysteresis must be at least 0 and below 1 (a share of the bound), got {hysteresis!r}")
         for name, value in (("half_life_steps", half_life_steps), ("read_every", read_every),
                             ("sample_every", sample_every), ("max_pending", max_pending)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -88,16 +96,14 @@ class SplitPolicy:
         self._candidates = candidates
         self._all_latency = {k for k in candidates if layouts[k].batch_sm_count == 0}
         self._has_zero = 0 in layouts.counts
-        self._half_life, self._read_every, self._sample_every = half_life_steps, read_every, sample_every
+        self._read_every, self._sample_every = read_every, sample_every
         self._max_pending = max_pending
-        self._tick = max(1, half_life_steps // 8)  # corrections decay every this many steps
-        self._decay = 0.5 ** (self._tick / half_life_steps)
-        self._factor = dict.fromkeys(candidates, 1.0)
-        self._base: dict[tuple[Any, int], float | None] = {}
-        self._choice: dict[Any, int] = {}
+        self._down_bound = self._bound * (1.0 - float(hysteresis))
+        self._corrections = Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
+        self._base: dict[tuple[Any, int, int], float | None] = {}
+        self._current: int | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(layouts.counts, 0)
-        self._observed = dict.fromkeys(candidates, 0)
         self._open: tuple[int, Any, torch.cuda.Stream, torch.cuda.Event] | None = None
         self._pending: deque[tuple[int, Any, torch.cuda.Event, torch.cuda.Event]] = deque()
         self._pool: list[torch.cuda.Event] = []
@@ -110,13 +116,10 @@ class SplitPolicy:
         host time; never waits for the GPU."""
         self._steps += 1
         steps = self._steps
-        if steps % self._tick == 0:
-            self._decay_corrections()
+        self._corrections.tick()
         if self._pending and steps % self._read_every == 0:
             self.update()
-        k = self._choice.get(p)
-        if k is None:
-            k = self._choice[p] = self.choose(p)
+        k = self._current = self.choose(p)
         layout = self.layouts.switch(k, ordering=self._ordering)
         self._chosen[k] += 1
         if self._open is not None:  # the previous step never called done(): not timed
@@ -156,63 +159,46 @@ class SplitPolicy:
         """The latency SM count :meth:`step` picks for ``p`` now, without switching."""
         if p == 0 and self._has_zero:
             return 0
+        current = self._current
         for k in self._candidates:
             estimate = self.estimate(p, k)
-            if estimate is not None and estimate <= self._bound:
+            bound = self._down_bound if current is not None and 0 < k < current else self._bound
+            if estimate is not None and estimate <= bound:
                 return k
         return self._candidates[-1]
 
     def estimate(self, p: float, sm_count: int) -> float | None:
         """The corrected latency estimate (us) of a step of ``p`` on ``sm_count`` SMs; None where
         the profile has no figure (``p`` above every measured parameter)."""
-        base = self._profiled(p, sm_count)
-        return None if base is None else base * self._factor[sm_count]
+        base = self._profiled(p, sm_count, self._percentile)
+        return None if base is None else base * self.correction(sm_count)
 
     def correction(self, sm_count: int) -> float:
         """The factor (1 or more) the profile's figure for ``sm_count`` SMs is multiplied by now."""
-        if sm_count not in self._factor:
+        if sm_count not in self._candidates:
             raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
-        return self._factor[sm_count]
+        return self._corrections.factor(sm_count)
 
     def observe(self, sm_count: int, p: float, latency_us: float) -> None:
         """Take one measured latency of a step of ``p`` on ``sm_count`` SMs into the corrections
         (:meth:`update` calls it with the timings it reads; a server may feed its own)."""
-        self._observed[sm_count] = self._observed.get(sm_count, 0) + 1
-        base = self._profiled(p, sm_count)
-        if base is None or base <= 0:
-            return
-        ratio = latency_us / base
-        changed = False
-        for k in self._candidates:
-            if k > sm_count:
-                break
-            if ratio > self._factor[k]:
-                self._factor[k] = ratio
-                changed = True
-        if changed:
-            self._choice.clear()
+        if sm_count not in self._candidates:
+            raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
+        median = self._profiled(p, sm_count, 50)
+        if median is not None and median > 0:
+            self._corrections.observe(sm_count, latency_us / median)
 
     def stats(self) -> dict[str, Any]:
         """Steps taken, steps per layout, timings read per SM count, and the corrections now."""
-        return {"steps": self._steps, "chosen": dict(self._chosen), "observed": dict(self._observed),
-                "corrections": dict(self._factor), "pending": len(self._pending)}
+        return {"steps": self._steps, "chosen": dict(self._chosen), "observed": self._corrections.observed(),
+                "corrections": {k: self.correction(k) for k in self._candidates}, "pending": len(self._pending)}
 
-    def _profiled(self, p: float, k: int) -> float | None:
-        key = (p, k)
+    def _profiled(self, p: float, k: int, percentile: int) -> float | None:
+        key = (p, k, percentile)
         if key not in self._base:
             under_load = k not in self._all_latency
-            self._base[key] = self.profile.latency(p, k, self._percentile, under_load=under_load)
+            self._base[key] = self.profile.latency(p, k, percentile, under_load=under_load)
         return self._base[key]
-
-    def _decay_corrections(self) -> None:
-        changed = False
-        for k, factor in self._factor.items():
-            if factor > 1.0:
-                excess = (factor - 1.0) * self._decay
-                self._factor[k] = 1.0 + excess if excess > 1e-3 else 1.0
-                changed = True
-        if changed:
-            self._choice.clear()
 
     def __repr__(self) -> str:
         return (f"SplitPolicy(slo_us={self.slo_us:g}, percentile={self._percentile}, layouts={self.layouts.counts}, "

@@ -1,0 +1,75 @@
+"""Online corrections of profiled step latencies, per layout, that cannot lock up.
+
+Each layout's correction comes from the steps measured on that layout alone: the median of its
+last few ratios (measured latency over the profile's median for the same step), so one outlier
+moves nothing. A slowdown seen on a layout is at least as large on layouts with fewer latency
+SMs, so a *change* there (its recent ratio over its own slow-moving baseline) raises the
+estimates of those layouts too; a steady bias never does, because the baseline catches up with
+it. Everything measured decays towards the profile once a layout is no longer measured, with a
+half-life in steps, so a layout that was slow once is tried again later. Plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Hashable, Iterable
+
+
+class Corrections:
+    """Per-layout factors (1 or more) that multiply a profile's latency estimates.
+
+    ``layouts`` pairs each layout's key with its latency SM count (the order of propagation:
+    a change seen on ``k`` SMs raises the factors of layouts with fewer). ``window`` ratios per
+    layout make its own estimate (their median); the baseline follows the own estimate with a
+    half-life of ``half_life_steps`` observations, and unobserved figures decay towards 1 with
+    the same half-life in steps (:meth:`tick` counts them).
+    """
+
+    def __init__(self, layouts: Iterable[tuple[Hashable, int]], *, half_life_steps: int, window: int = 5) -> None:
+        self._sms = dict(layouts)
+        self._half_life = float(half_life_steps)
+        self._alpha = 1.0 - 0.5 ** (1.0 / half_life_steps)
+        self._recent: dict[Hashable, deque[float]] = {k: deque(maxlen=window) for k in self._sms}
+        self._own = dict.fromkeys(self._sms, 1.0)
+        self._baseline = dict.fromkeys(self._sms, 1.0)
+        self._seen_at = dict.fromkeys(self._sms, 0)
+        self._observed = dict.fromkeys(self._sms, 0)
+        self._now = 0
+
+    def tick(self, steps: int = 1) -> None:
+        """Count ``steps`` more steps (the clock of the decay)."""
+        self._now += steps
+
+    def observe(self, key: Hashable, ratio: float) -> None:
+        """One measured step on ``key``: its latency over the profile's median for that step."""
+        if not math.isfinite(ratio) or ratio <= 0:
+            return
+        recent = self._recent[key]
+        if self._now - self._seen_at[key] > self._half_life:
+            recent.clear()  # what was seen over a half-life ago says nothing of now
+        recent.append(ratio)
+        ordered = sorted(recent)
+        self._own[key] = ordered[len(ordered) // 2]
+        self._baseline[key] += self._alpha * (self._own[key] - self._baseline[key])
+        self._seen_at[key] = self._now
+        self._observed[key] += 1
+
+    def factor(self, key: Hashable) -> float:
+        """The factor for ``key`` now: its own (decayed) estimate, raised by any change seen
+        on a layout with more latency SMs, and never below 1."""
+        sms = self._sms[key]
+        best = max(1.0, self._decayed(key, self._own[key]))
+        for other, other_sms in self._sms.items():
+            if other_sms > sms and self._observed[other]:
+                best = max(best, self._decayed(other, self._own[other] / self._baseline[other]))
+        return best
+
+    def observed(self) -> dict[Any, int]:
+        return dict(self._observed)
+
+    def _decayed(self, key: Hashable, value: float) -> float:
+        if value <= 1.0:
+            return value
+        age = self._now - self._seen_at[key]
+        return 1.0 + (value - 1.0) * 0.5 ** (age / self._half_life)
