@@ -22,12 +22,11 @@ corrected online by what the steps it hands out actually take.
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
-import torch
 
 from ._corrections import Corrections
+from ._step_timer import StepTimer
 from ._profile import LatencyProfile
 from ._sizing_result import _check_percentile
 from .layouts import Layout, Layouts, check_ordering
@@ -96,17 +95,15 @@ class SplitPolicy:
         self._candidates = candidates
         self._all_latency = {k for k in candidates if layouts[k].batch_sm_count == 0}
         self._has_zero = 0 in layouts.counts
-        self._read_every, self._sample_every = read_every, sample_every
-        self._max_pending = max_pending
+        self._read_every = read_every
         self._down_bound = self._bound * (1.0 - float(hysteresis))
         self._corrections = Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
         self._base: dict[tuple[Any, int, int], float | None] = {}
         self._current: int | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(layouts.counts, 0)
-        self._open: tuple[int, Any, torch.cuda.Stream, torch.cuda.Event] | None = None
-        self._pending: deque[tuple[int, Any, torch.cuda.Event, torch.cuda.Event]] = deque()
-        self._pool: list[torch.cuda.Event] = []
+        self._timer = StepTimer(sample_every, max_pending)
+        self._pending, self._pool = self._timer.pending, self._timer.pool
 
     # ---- the per-step calls -------------------------------------------------------------------
 
@@ -122,36 +119,17 @@ class SplitPolicy:
         k = self._current = self.choose(p)
         layout = self.layouts.switch(k, ordering=self._ordering)
         self._chosen[k] += 1
-        if self._open is not None:  # the previous step never called done(): not timed
-            self._pool.append(self._open[3])
-            self._open = None
-        if k and steps % self._sample_every == 0 and len(self._pending) < self._max_pending:
-            start = self._pool.pop() if self._pool else _timing_event()
-            start.record(layout.latency_stream)
-            self._open = (k, p, layout.latency_stream, start)
+        self._timer.begin(k, p, layout.latency_stream, steps, timed=k > 0)
         return layout
 
     def done(self) -> None:
         """Mark the end of the latency work of the last :meth:`step` (call it right after
         launching that work). Does nothing for a step that is not timed."""
-        if self._open is None:
-            return
-        k, p, stream, start = self._open
-        self._open = None
-        end = self._pool.pop() if self._pool else _timing_event()
-        end.record(stream)
-        self._pending.append((k, p, start, end))
+        self._timer.end()
 
     def update(self) -> int:
         """Read the timings of the steps the GPU has finished (never waits); returns how many."""
-        read = 0
-        pending = self._pending
-        while pending and pending[0][3].query():  # type: ignore[no-untyped-call]
-            k, p, start, end = pending.popleft()
-            self.observe(k, p, start.elapsed_time(end) * 1e3)
-            self._pool += (start, end)
-            read += 1
-        return read
+        return self._timer.read(self.observe)  # type: ignore[arg-type]
 
     # ---- the choice and its correction (no GPU involved) -------------------------------------
 
@@ -203,7 +181,3 @@ class SplitPolicy:
     def __repr__(self) -> str:
         return (f"SplitPolicy(slo_us={self.slo_us:g}, percentile={self._percentile}, layouts={self.layouts.counts}, "
                 f"ordering={self._ordering!r})")
-
-
-def _timing_event() -> torch.cuda.Event:
-    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]

@@ -19,7 +19,10 @@ interleaved with the rest in a new order each round, so that every row can be re
 
 :func:`profile` does the same for a step that depends on a parameter (a decode step per batch
 size), and returns a :class:`LatencyProfile` that :class:`~torch_green_contexts.policy.SplitPolicy`
-reads per step.
+reads per step. :func:`profile_layouts` times a decode step over batch sizes and context lengths
+on every layout of a :class:`~torch_green_contexts.layouts.Layouts` (disjoint and overlapped
+alike) and fits a cost per layout, which
+:class:`~torch_green_contexts.pd_policy.PrefillDecodePolicy` reads.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import torch
 
 from ._device import resolve_device
 from ._errors import DriverError
+from ._layout_sweep import sweep_layouts
 from ._profile import LatencyProfile
+from ._step_costs import LayoutProfile, StepCost
 from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
 from ._sm_partition import SMPartition
 from ._stats import interleaved
@@ -40,8 +45,8 @@ from ._sweep import Options, positive_int, sweep
 from ._timing import QueuedLoad, graphed, time_calls
 
 __all__ = [
-    "Latency", "LatencyProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
-    "available_counts", "graphed", "interleaved", "measure", "profile", "time_calls",
+    "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
+    "StepCost", "available_counts", "graphed", "interleaved", "measure", "profile", "profile_layouts", "time_calls",
 ]
 
 P = TypeVar("P", int, float)
@@ -180,3 +185,59 @@ def _check_params(params: Any) -> list[Any]:
     return sorted(chosen)
 
 
+
+
+def profile_layouts(
+    make_step: Callable[[int, int], Callable[[], Any]],
+    points: Sequence[tuple[int, int]],
+    layouts: Any,
+    *,
+    load: Callable[[], Any] | None = None,
+    rounds: int = 3,
+    samples: int = 20,
+    warmup: int = 2,
+    graph: bool = False,
+    progress: bool = True,
+    seed: int = 0,
+) -> LayoutProfile:
+    """A step's latency on every layout of ``layouts`` (a
+    :class:`~torch_green_contexts.layouts.Layouts`), over ``points``.
+
+    ``points`` are ``(batch, context_tokens)`` pairs: the decode batch size and the total context
+    tokens its requests hold (what a decode step's cost follows); ``make_step(batch,
+    context_tokens)`` returns the zero-argument callable that launches that step on the current
+    stream. Each point is timed on each layout's latency stream with ``load`` (one piece of
+    batch work, say a prefill chunk) kept queued on the layout's batch stream, or idle where the
+    layout leaves the batch side no SM. The other arguments are those of :func:`measure`. The
+    result fits ``a * context/1k + b * batch + c`` per layout and percentile
+    (:meth:`LayoutProfile.cost`), never below a measured point.
+    """
+    if not callable(make_step):
+        raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
+    if not hasattr(layouts, "keys") or not hasattr(layouts, "device_id") or not len(layouts):
+        raise TypeError(f"layouts must be a Layouts with at least one layout, got {type(layouts).__name__}")
+    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    chosen = _check_points(points)
+    steps = {}
+    for batch, context in chosen:
+        step = make_step(batch, context)
+        if not callable(step):
+            raise TypeError(f"make_step({batch}, {context}) must return a callable, got {type(step).__name__}")
+        steps[(batch, context)] = step
+    return sweep_layouts(layouts, steps, options)
+
+
+def _check_points(points: Any) -> list[tuple[int, int]]:
+    if isinstance(points, (str, bytes)) or not isinstance(points, Iterable):
+        raise TypeError(f"points must be a sequence of (batch, context_tokens) pairs, got {type(points).__name__}")
+    chosen = []
+    for point in points:
+        if isinstance(point, (str, bytes)) or not isinstance(point, Iterable) or len(tuple(point)) != 2:
+            raise TypeError(f"points must be (batch, context_tokens) pairs, got {point!r}")
+        batch, context = tuple(point)
+        chosen.append((positive_int("a point's batch", batch), positive_int("a point's context_tokens", context, 0)))
+    if not chosen:
+        raise ValueError("points must name at least one (batch, context_tokens) pair")
+    if len(set(chosen)) != len(chosen):
+        raise ValueError(f"points has repeated pairs: {chosen}")
+    return chosen
