@@ -1,0 +1,182 @@
+"""A layout per step for a server that multiplexes prefill and decode, serving both SLOs.
+
+::
+
+    from torch_green_contexts import sizing
+    from torch_green_contexts.layouts import Layouts
+    from torch_green_contexts.pd_policy import PrefillDecodePolicy
+
+    layouts = Layouts([0, 16, 132], overlapped=[(16, 64), (32, 32)], ordering="per_role")
+    profile = sizing.profile_layouts(decode_step_for, [(8, 8_000), (64, 128_000)], layouts, load=prefill_chunk)
+    policy = PrefillDecodePolicy(profile, layouts, tpot_slo_us=20_000)
+    while serving:
+        step = policy.step(len(batch), sum(r.context for r in batch), prefill_tokens=queued_tokens,
+                           tpot_slack_us=min_slack_of(batch), ttft_slack_us=min_ttft_slack(queue))
+        with torch.cuda.stream(step.latency_stream):
+            decode(batch)
+        policy.done()
+        with torch.cuda.stream(step.batch_stream):
+            prefill_chunk()
+
+Per step it picks, among the layouts whose decode step is expected to fit the step budget, the
+one that gives prefill the most SMs; with no prefill waiting, the one that gives decode the most.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Hashable
+
+from ._corrections import Corrections
+from ._sizing_result import _check_percentile
+from ._step_costs import LayoutProfile
+from ._step_timer import StepTimer
+from ._validation import as_int_at_least
+from .layouts import Layout, Layouts, check_ordering
+
+__all__ = ["PrefillDecodePolicy"]
+
+
+def _number(name: str, value: Any, *, low: float = 0.0, below: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite number, got {value!r}")
+    if not low <= value < below:
+        raise ValueError(f"{name} must be at least {low:g}" + ("" if below == math.inf else f" and below {below:g}")
+                         + f", got {value!r}")
+    return float(value)
+
+
+class PrefillDecodePolicy:
+    """Picks a layout of ``layouts`` per step from a decode step's modelled latency.
+
+    The step budget is ``tpot_slo_us * (1 - headroom)`` plus a share of the running requests'
+    TPOT slack (how far the tightest of them is ahead of its pace, which it can spend on a
+    slower step): ``slack_share`` of it normally, all of it when a waiting prefill has no TTFT
+    slack left (``ttft_slack_us <= 0``). Among the layouts whose estimate fits the budget it
+    takes the one with the most batch SMs (then the largest batch floor); when none fits, the
+    fastest. With no prefill waiting (``prefill_tokens == 0``) decode gets the layout with the
+    most latency SMs; with no decode work, prefill gets the one with the most batch SMs.
+
+    Estimates: the ``percentile`` cost model of ``profile`` (:func:`sizing.profile_layouts` of
+    the same layouts) for the step's batch size and context tokens, times an online correction
+    per layout from the steps timed on it (as :class:`~torch_green_contexts.policy.SplitPolicy`
+    corrects: per layout, a change propagating to layouts with fewer latency SMs, decaying when
+    unmeasured; moving to a layout that gives decode fewer SMs needs its estimate ``hysteresis``
+    below the budget). Use it from one thread at a time.
+    """
+
+    def __init__(self, profile: LayoutProfile, layouts: Layouts, *, tpot_slo_us: float, percentile: int = 99,
+                 headroom: float = 0.05, slack_share: float = 0.5, hysteresis: float = 0.05,
+                 ordering: str = "per_role", half_life_steps: int = 256, read_every: int = 8,
+                 sample_every: int = 1, max_pending: int = 256) -> None:
+        if not isinstance(profile, LayoutProfile):
+            raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
+        self.tpot_slo_us = _number("tpot_slo_us", tpot_slo_us)
+        if self.tpot_slo_us <= 0:
+            raise ValueError(f"tpot_slo_us must be a positive number of microseconds, got {tpot_slo_us!r}")
+        self.headroom = _number("headroom", headroom, below=1.0)
+        self.slack_share = _number("slack_share", slack_share, below=1.0 + 1e-12)
+        self._hysteresis = _number("hysteresis", hysteresis, below=1.0)
+        self._percentile = _check_percentile(percentile)
+        self._ordering = check_ordering(ordering)
+        self._read_every = as_int_at_least("read_every", read_every, 1)
+        keys = list(layouts.keys)
+        missing = [k for k in keys if k not in profile.measured]
+        if missing:
+            raise ValueError(f"the profile has no figures for the layouts {missing}; it measured "
+                             f"{list(profile.measured)}: profile these layouts (sizing.profile_layouts)")
+        self.profile, self.layouts = profile, layouts
+        self._layouts = {k: layouts[k] for k in keys}
+        # Most batch SMs first (then the larger batch floor): the order of preference.
+        self._by_prefill = sorted(keys, key=lambda k: (-self._layouts[k].batch_sm_count,
+                                                       -self._layouts[k].batch_floor))
+        self._most_decode = max(keys, key=lambda k: (self._layouts[k].sm_count, -self._layouts[k].batch_sm_count))
+        self._most_prefill = self._by_prefill[0]
+        self._costs = {k: profile.cost(k, self._percentile) for k in keys}
+        self._medians = {k: profile.cost(k, 50) for k in keys}
+        self._corrections = Corrections(((k, self._layouts[k].sm_count) for k in keys),
+                                        half_life_steps=as_int_at_least("half_life_steps", half_life_steps, 1))
+        self._timer = StepTimer(as_int_at_least("sample_every", sample_every, 1),
+                                as_int_at_least("max_pending", max_pending, 1))
+        self._current: Hashable | None = None
+        self._steps = 0
+        self._chosen = dict.fromkeys(keys, 0)
+
+    def step(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
+             tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> Layout:
+        """Switch to the layout for this step and return it; the decode work launched on its
+        ``latency_stream`` before :meth:`done` is timed. ``batch`` and ``context_tokens``: the
+        decode batch and the context tokens its requests hold in all; ``prefill_tokens``: prompt
+        tokens waiting for prefill; ``tpot_slack_us``: the smallest TPOT slack of the running
+        requests (their token budget so far less the time they took); ``ttft_slack_us``: the
+        smallest TTFT slack of the waiting prompts (None: unknown). Never waits for the GPU."""
+        self._steps += 1
+        self._corrections.tick()
+        if self._timer.pending and self._steps % self._read_every == 0:
+            self.update()
+        key = self._current = self.choose(batch, context_tokens, prefill_tokens=prefill_tokens,
+                                          tpot_slack_us=tpot_slack_us, ttft_slack_us=ttft_slack_us)
+        layout = self.layouts.switch(key, ordering=self._ordering)
+        self._chosen[key] += 1
+        self._timer.begin(key, (batch, context_tokens), layout.latency_stream, self._steps, timed=batch > 0)
+        return layout
+
+    def done(self) -> None:
+        """The decode work of the last :meth:`step` has been launched."""
+        self._timer.end()
+
+    def update(self) -> int:
+        """Read the timings of the steps the GPU has finished (never waits); returns how many."""
+        return self._timer.read(lambda key, point, us: self.observe(key, point[0], point[1], us))
+
+    def budget_us(self, tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> float:
+        """What a decode step may take now."""
+        share = 1.0 if ttft_slack_us is not None and ttft_slack_us <= 0 else self.slack_share
+        return self.tpot_slo_us * (1.0 - self.headroom) + share * max(0.0, tpot_slack_us)
+
+    def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
+               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> Hashable:
+        """The layout key :meth:`step` picks for these figures now, without switching."""
+        if batch <= 0:
+            return self._most_prefill
+        if prefill_tokens <= 0:
+            return self._most_decode
+        budget = self.budget_us(tpot_slack_us, ttft_slack_us)
+        current = self._layouts.get(self._current) if self._current is not None else None
+        fastest, fastest_us = self._most_decode, math.inf
+        for key in self._by_prefill:
+            estimate = self.estimate(key, batch, context_tokens)
+            fewer_decode_sms = current is not None and self._layouts[key].sm_count < current.sm_count
+            if estimate <= (budget * (1.0 - self._hysteresis) if fewer_decode_sms else budget):
+                return key
+            if estimate < fastest_us:
+                fastest, fastest_us = key, estimate
+        return fastest
+
+    def estimate(self, key: Hashable, batch: int, context_tokens: int = 0) -> float:
+        """The corrected latency estimate (us) of a decode step on layout ``key``."""
+        return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
+
+    def observe(self, key: Hashable, batch: int, context_tokens: int, latency_us: float) -> None:
+        """Take one measured decode step into the corrections (:meth:`update` feeds the timings
+        it reads; a server may feed its own)."""
+        if key not in self._layouts:
+            raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
+        median = self._medians[key].at(batch, context_tokens)
+        if median > 0:
+            self._corrections.observe(key, latency_us / median)
+
+    def correction(self, key: Hashable) -> float:
+        if key not in self._layouts:
+            raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
+        return self._corrections.factor(key)
+
+    def stats(self) -> dict[str, Any]:
+        """Steps taken, steps per layout, timings read per layout, and the corrections now."""
+        return {"steps": self._steps, "chosen": dict(self._chosen), "observed": self._corrections.observed(),
+                "corrections": {k: self._corrections.factor(k) for k in self._layouts},
+                "pending": len(self._timer.pending)}
+
+    def __repr__(self) -> str:
+        return (f"PrefillDecodePolicy(tpot_slo_us={self.tpot_slo_us:g}, percentile={self._percentile}, "
+                f"layouts={list(self._layouts)}, ordering={self._ordering!r})")
