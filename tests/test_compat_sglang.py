@@ -73,3 +73,65 @@ def test_against_the_simulated_driver(version):
         version,
     )
     assert out.strip() == "ok"
+
+
+def test_overlapped_signatures_are_sgl_kernels():
+    def params(function):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    empty = inspect.Parameter.empty
+    assert params(spatial.create_overlapped_greenctx_stream_by_value) == [
+        ("reserved_sm", POS, empty), ("device_id", POS, None)]
+    assert params(spatial.create_asymmetric_overlapped_greenctx_stream_by_value) == [
+        ("prefill_reserved_sm", POS, empty), ("decode_reserved_sm", POS, empty), ("device_id", POS, None)]
+
+
+@needs_sim
+@pytest.mark.parametrize("version", [12040, 13000, 13040])
+def test_overlapped_streams_against_the_simulated_driver(version):
+    out = run_on_sim(
+        textwrap.dedent(
+            """
+            import gc, types
+            import torch_green_contexts as tgc
+            from torch_green_contexts import _green_context, _validation
+            _validation._priority_range = lambda: (0, -5)
+            _green_context.new_stream = lambda native, priority: types.SimpleNamespace(
+                native=native, handle=native.stream(priority)[0], priority=priority)
+            from torch_green_contexts.compat import sglang as spatial
+
+            for prefill_floor, decode_floor in ((16, 16), (64, 16), (8, 96)):
+                prefill, decode, counts = spatial.create_asymmetric_overlapped_greenctx_stream_by_value(
+                    prefill_floor, decode_floor, 0)
+                sms_p, sms_d = sms_of_handle(prefill.native.handle), sms_of_handle(decode.native.handle)
+                shared = 132 - prefill_floor - decode_floor
+                assert counts == (prefill_floor + shared, decode_floor + shared, prefill_floor, decode_floor, shared)
+                assert (len(sms_p), len(sms_d), len(sms_p & sms_d)) == counts[:2] + (shared,), counts
+                assert decode.priority == -5 and prefill.priority == 0, "decode at the highest priority"
+            prefill, decode, counts = spatial.create_overlapped_greenctx_stream_by_value(24, 0)
+            assert counts == (108, 108, 24, 24, 84)
+            del prefill, decode
+            for call, kind, text in (
+                (lambda: spatial.create_overlapped_greenctx_stream_by_value(12, 0), RuntimeError, "multiples of 8"),
+                (lambda: spatial.create_overlapped_greenctx_stream_by_value(0, 0), RuntimeError, "positive"),
+                (lambda: spatial.create_overlapped_greenctx_stream_by_value(72, 0), RuntimeError,
+                 "Not enough SMs available"),
+                (lambda: spatial.create_asymmetric_overlapped_greenctx_stream_by_value(8, 8.0, 0), TypeError,
+                 "decode_reserved_sm must be an int"),
+                (lambda: spatial.create_overlapped_greenctx_stream_by_value(8, 3), RuntimeError, "valid device_id"),
+            ):
+                error = raised(call)
+                assert type(error) is kind and text in str(error), error
+            for _ in range(50):  # in a loop: nothing leaks
+                spatial.create_overlapped_greenctx_stream_by_value(16, 0)
+            gc.collect()
+            counts = tgc.live_counts()
+            assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
+            tgc.release_idle_contexts()
+            assert live("green_ctx") == 0
+            print("ok")
+            """
+        ),
+        version,
+    )
+    assert out.strip() == "ok"

@@ -46,7 +46,7 @@ def made(monkeypatch):
     monkeypatch.setattr(layouts_module, "_make_overlapped", make_overlapped)
     monkeypatch.setattr(layouts_module, "_make_fence", lambda layout: FakeFence(layout.key, log["fences"]))
     monkeypatch.setattr(layouts_module, "_granularity", lambda device: 8)
-    monkeypatch.setattr(layouts_module, "_priority_range", lambda: (0, HIGHEST))
+    monkeypatch.setattr(layouts_module, "_highest_priority", lambda: HIGHEST)
     monkeypatch.setattr(layouts_module, "resolve_device", lambda device_id: 0)
     monkeypatch.setattr(layouts_module, "_C", FakeC)
     return log

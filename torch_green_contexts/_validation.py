@@ -147,6 +147,11 @@ def check_priority(priority: Any) -> int:
     return max(highest, min(lowest, priority))
 
 
+def highest_priority() -> int:
+    """PyTorch's highest stream priority (the lowest number)."""
+    return _priority_range()[1]
+
+
 def _priority_range() -> tuple[int, int]:
     import torch
 

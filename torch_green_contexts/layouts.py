@@ -57,7 +57,7 @@ from ._layout_build import make_fence as _make_fence
 from ._layout_build import make_layout as _make_layout
 from ._layout_build import make_overlapped as _make_overlapped
 from ._native import _C
-from ._validation import _priority_range
+from ._validation import highest_priority as _highest_priority
 
 __all__ = ["Handoff", "Layout", "Layouts", "ORDERINGS"]
 
@@ -188,7 +188,7 @@ class Layouts:
         for k in counts:
             self._add(_make_layout(k, total, device, disjoint_priority))
         if pairs:
-            overlap_priority = _priority_range()[1] if latency_priority is None else latency_priority
+            overlap_priority = _highest_priority() if latency_priority is None else latency_priority
             for latency_floor, batch_floor in pairs:
                 self._add(_make_overlapped(latency_floor, batch_floor, step, device, overlap_priority))
         self._active: LayoutKey | None = None

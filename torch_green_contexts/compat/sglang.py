@@ -9,6 +9,12 @@ Replace ``from sgl_kernel import spatial`` with
 
 Beyond the original: the two partitions come from one split (disjoint on every driver), a
 stream keeps its green context alive, and contexts whose streams are dropped are reused.
+
+The overlapped ("protected") variants give prefill and decode each a floor of SMs the other
+never runs on and let both use the rest, with the decode stream at the highest priority::
+
+    prefill, decode, counts = spatial.create_overlapped_greenctx_stream_by_value(16, gpu_id)
+    prefill_sms, decode_sms, prefill_only, decode_only, shared = counts
 """
 
 from __future__ import annotations
@@ -19,13 +25,17 @@ import torch
 
 from .._device import resolve_device
 from .._errors import DriverError
+from .._layout_build import granularity, make_overlapped
 from .._native import _C
 from .._sm_partition import SMPartition
-from .._validation import as_count
+from .._validation import as_count, highest_priority
 from ._sm_counts import does_not_fit
 from ._streams import streams_on
 
-__all__ = ["create_greenctx_stream_by_value", "get_sm_available"]
+__all__ = [
+    "create_asymmetric_overlapped_greenctx_stream_by_value", "create_greenctx_stream_by_value",
+    "create_overlapped_greenctx_stream_by_value", "get_sm_available",
+]
 
 
 def create_greenctx_stream_by_value(
@@ -68,6 +78,56 @@ def create_greenctx_stream_by_value(
         )
     stream_a, stream_b = streams_on(device, [first, second])
     return stream_a, stream_b
+
+
+def create_overlapped_greenctx_stream_by_value(
+    reserved_sm: int, device_id: int | None = None
+) -> tuple[torch.cuda.Stream, torch.cuda.Stream, tuple[int, int, int, int, int]]:
+    """A prefill and a decode stream on overlapped partitions: ``reserved_sm`` SMs only prefill
+    runs on, ``reserved_sm`` only decode runs on, and the rest of the device shared by both.
+    Returns ``(prefill_stream, decode_stream, (prefill, decode, prefill_only, decode_only,
+    shared))``, the SM counts the driver gave; see
+    :func:`create_asymmetric_overlapped_greenctx_stream_by_value`."""
+    count = _int("reserved_sm", reserved_sm)
+    return create_asymmetric_overlapped_greenctx_stream_by_value(count, count, device_id)
+
+
+def create_asymmetric_overlapped_greenctx_stream_by_value(
+    prefill_reserved_sm: int, decode_reserved_sm: int, device_id: int | None = None
+) -> tuple[torch.cuda.Stream, torch.cuda.Stream, tuple[int, int, int, int, int]]:
+    """A prefill and a decode stream on overlapped partitions of a device (``None``: PyTorch's
+    current device): ``prefill_reserved_sm`` SMs only prefill runs on, ``decode_reserved_sm``
+    only decode runs on, and the rest shared by both; the decode stream has the highest
+    priority, so decode takes shared SMs as they free up.
+
+    Returns ``(prefill_stream, decode_stream, (prefill, decode, prefill_only, decode_only,
+    shared))``: each side's SMs (its floor and the shared ones) and the three pieces, as the
+    driver gave them. The floors must be positive multiples of the device's smallest partition
+    (8 SMs on Hopper) and leave SMs to share, else a RuntimeError naming the allowed counts; the
+    counts are exact, never rounded. The streams keep their contexts alive, and contexts whose
+    streams are dropped are reused, so calling this in a loop leaks nothing.
+    """
+    device = resolve_device(device_id)
+    prefill_floor = _int("prefill_reserved_sm", prefill_reserved_sm)
+    decode_floor = _int("decode_reserved_sm", decode_reserved_sm)
+    step, total = granularity(device), _C.device_sm_count(device)
+    if prefill_floor <= 0 or decode_floor <= 0 or prefill_floor % step or decode_floor % step:
+        raise RuntimeError(
+            f"reserved SM counts must be positive multiples of {step} (the smallest partition of device "
+            f"{device}), got prefill_reserved_sm={prefill_floor}, decode_reserved_sm={decode_floor}")
+    if prefill_floor + decode_floor >= total:
+        raise RuntimeError(
+            f"Not enough SMs available for the requested configuration: the reserved SMs "
+            f"({prefill_floor} + {decode_floor}) take all {total} SMs of device {device}; at most "
+            f"{(total - 1) // step * step} may be reserved so that some are shared")
+    try:
+        layout = make_overlapped(decode_floor, prefill_floor, step, device, highest_priority())
+    except ValueError as error:
+        raise RuntimeError(f"device {device} cannot be split into floors of {prefill_floor} and "
+                           f"{decode_floor} SMs and a shared rest: {error}") from error
+    counts = (layout.batch_sm_count, layout.sm_count, layout.batch_floor, layout.latency_floor,
+              layout.shared_sm_count)
+    return layout.batch_stream, layout.latency_stream, counts
 
 
 def get_sm_available(device_id: int | None = None) -> int:
