@@ -1,8 +1,9 @@
 """Online corrections of profiled step latencies, per layout, that cannot lock up.
 
 Each layout's correction comes from the steps measured on that layout alone: the median of its
-last few ratios (measured latency over the profile's median for the same step), so one outlier
-moves nothing. A slowdown seen on a layout is at least as large on layouts with fewer latency
+last few ratios (measured latency over the profile's median for the same step), the profile
+standing in for the ratios not yet measured at first, so neither one outlier nor a first, cold
+step moves anything, while a slowdown does within a few steps. A slowdown seen on a layout is at least as large on layouts with fewer latency
 SMs, so a *change* there (its recent ratio over its own slow-moving baseline) raises the
 estimates of those layouts too; a steady bias never does, because the baseline catches up with
 it. Everything measured decays towards the profile once a layout is no longer measured, with a
@@ -30,7 +31,8 @@ class Corrections:
         self._sms = dict(layouts)
         self._half_life = float(half_life_steps)
         self._alpha = 1.0 - 0.5 ** (1.0 / half_life_steps)
-        self._recent: dict[Hashable, deque[float]] = {k: deque(maxlen=window) for k in self._sms}
+        self._window = window
+        self._recent: dict[Hashable, deque[float]] = {k: self._prior() for k in self._sms}
         self._own = dict.fromkeys(self._sms, 1.0)
         self._baseline = dict.fromkeys(self._sms, 1.0)
         self._seen_at = dict.fromkeys(self._sms, 0)
@@ -47,7 +49,9 @@ class Corrections:
             return
         recent = self._recent[key]
         if self._now - self._seen_at[key] > self._half_life:
-            recent.clear()  # what was seen over a half-life ago says nothing of now
+            # What was seen over a half-life ago says nothing of now: a layout tried again after
+            # its correction decayed (a probe) is judged by its new steps alone.
+            recent = self._recent[key] = deque(maxlen=self._window)
         recent.append(ratio)
         ordered = sorted(recent)
         self._own[key] = ordered[len(ordered) // 2]
@@ -64,6 +68,9 @@ class Corrections:
             if other_sms > sms and self._observed[other]:
                 best = max(best, self._decayed(other, self._own[other] / self._baseline[other]))
         return best
+
+    def _prior(self) -> deque[float]:
+        return deque([1.0] * self._window, maxlen=self._window)
 
     def observed(self) -> dict[Any, int]:
         return dict(self._observed)
