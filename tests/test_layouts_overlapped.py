@@ -74,7 +74,7 @@ def test_switching_between_disjoint_and_overlapped_layouts_orders_both_ways(made
     layouts.switch(16)
     assert layouts.switch((16, 64)) is layouts.active
     assert made["fences"] == [("per_role", 16, (16, 64)), ("full", (16, 64), 16), ("full", 16, (16, 64))]
-    with pytest.raises(KeyError, match=r"no layout \(8, 8\)"):
+    with pytest.raises(KeyError, match=r"no overlapped layout \(8, 8\)"):
         layouts.switch((8, 8))
 
 

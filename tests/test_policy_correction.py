@@ -10,9 +10,9 @@ from tests.test_profile_policy import FakeLayouts, FakeTimingEvent, finish, make
 from torch_green_contexts._corrections import Corrections
 from torch_green_contexts.policy import SplitPolicy
 
-# At batch 8 the profile says (p50 / p99, us under load): 16 SMs 6400 / 8000, 32 SMs 3200 / 4000,
-# 64 SMs 1600 / 2000. With an SLO of 5000 us, 32 SMs is the choice while steps match it.
-MEDIAN = {16: 6400.0, 32: 3200.0, 64: 1600.0}
+# At batch 8 the profile's p99 under load: 16 SMs 8000 us, 32 SMs 4000, 64 SMs 2000. With an SLO
+# of 5000 us, 32 SMs is the choice while steps match it.
+P99 = {16: 8000.0, 32: 4000.0, 64: 2000.0}
 
 
 @pytest.fixture(autouse=True)
@@ -23,13 +23,13 @@ def fake_events(monkeypatch):
 
 def serve(policy, steps, ratio_of):
     """Runs `steps` steps of batch 8; a step on k SMs at step i takes ratio_of(k, i) times the
-    profile's median. Returns the SM count of each step."""
+    profile's p99. Returns the SM count of each step."""
     chosen = []
     for i in range(steps):
         k = policy.step(8).sm_count
         chosen.append(k)
         policy.done()
-        finish(policy, MEDIAN.get(k, 500.0) * ratio_of(k, i))
+        finish(policy, P99.get(k, 500.0) * ratio_of(k, i))
     return chosen
 
 

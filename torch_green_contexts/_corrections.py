@@ -1,7 +1,7 @@
 """Online corrections of profiled step latencies, per layout, that cannot lock up.
 
 Each layout's correction comes from the steps measured on that layout alone: the median of its
-last few ratios (measured latency over the profile's median for the same step), the profile
+last few ratios (measured latency over the profile's figure for the same step), the profile
 standing in for the ratios not yet measured at first, so neither one outlier nor a first, cold
 step moves anything, while a slowdown does within a few steps. A slowdown seen on a layout is at least as large on layouts with fewer latency
 SMs, so a *change* there (its recent ratio over its own slow-moving baseline) raises the
@@ -44,7 +44,7 @@ class Corrections:
         self._now += steps
 
     def observe(self, key: Hashable, ratio: float) -> None:
-        """One measured step on ``key``: its latency over the profile's median for that step."""
+        """One measured step on ``key``: its latency over the profile's figure for that step."""
         if not math.isfinite(ratio) or ratio <= 0:
             return
         recent = self._recent[key]

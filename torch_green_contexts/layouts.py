@@ -227,7 +227,7 @@ class Layouts:
         try:
             return self._layouts[_as_key(key)]
         except KeyError:
-            raise KeyError(f"no layout {key!r}; have {list(self._layouts)}") from None
+            raise KeyError(f"{_no_layout(key)}; have {list(self._layouts)}") from None
 
     def __iter__(self) -> Iterator[Layout]:
         return iter(self._layouts.values())
@@ -245,7 +245,7 @@ class Layouts:
         key = _as_key(key)
         fence = self._fences.get(key)
         if fence is None:
-            raise KeyError(f"no layout {key!r}; have {list(self._layouts)}")
+            raise KeyError(f"{_no_layout(key)}; have {list(self._layouts)}")
         previous = self._active
         if previous != key:
             if previous is not None:
@@ -305,6 +305,10 @@ class Layouts:
         pairs = [k for k in self._layouts if not isinstance(k, int)]
         extra = f", overlapped={pairs}" if pairs else ""
         return f"Layouts(latency_sms={self.counts}{extra}, device_id={self._device}, ordering={self._ordering!r})"
+
+
+def _no_layout(key: Any) -> str:
+    return f"no layout of {key!r} latency SMs" if isinstance(key, int) else f"no overlapped layout {key!r}"
 
 
 def _as_key(key: Any) -> Any:

@@ -93,7 +93,6 @@ class PrefillDecodePolicy:
         self._most_decode = max(keys, key=lambda k: (self._layouts[k].sm_count, -self._layouts[k].batch_sm_count))
         self._most_prefill = self._by_prefill[0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
-        self._medians = {k: profile.cost(k, 50) for k in keys}
         self._corrections = Corrections(((k, self._layouts[k].sm_count) for k in keys),
                                         half_life_steps=as_int_at_least("half_life_steps", half_life_steps, 1))
         self._timer = StepTimer(as_int_at_least("sample_every", sample_every, 1),
@@ -162,9 +161,9 @@ class PrefillDecodePolicy:
         it reads; a server may feed its own)."""
         if key not in self._layouts:
             raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
-        median = self._medians[key].at(batch, context_tokens)
-        if median > 0:
-            self._corrections.observe(key, latency_us / median)
+        figure = self._costs[key].at(batch, context_tokens)
+        if figure > 0:
+            self._corrections.observe(key, latency_us / figure)
 
     def correction(self, key: Hashable) -> float:
         if key not in self._layouts:

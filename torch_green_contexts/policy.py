@@ -47,8 +47,9 @@ class SplitPolicy:
     Online correction: :meth:`step` records a CUDA event on the latency stream and
     :meth:`done` another; the elapsed time of each pair is read later, once the GPU has passed
     it (every ``read_every`` steps, never waiting). Each SM count's correction is the median of
-    its last few measured ratios (latency over the profile's median for that step), from steps
-    on that count only; a *change* on ``k`` SMs (its recent ratio over its own slow baseline:
+    its last few measured ratios (latency over the profile's ``percentile`` figure for that
+    step: the estimate grows once a typical step takes longer than the profile's tail, which
+    absorbs the usual drift between a profile and a live run), from steps on that count only; a *change* on ``k`` SMs (its recent ratio over its own slow baseline:
     a heavier load than the profiled one, say) also raises every smaller count, since a slowdown
     on ``k`` SMs is at least as large on fewer, while a steady bias on ``k`` does not. What is no
     longer measured decays back towards the profile with a half-life of ``half_life_steps``
@@ -162,9 +163,9 @@ class SplitPolicy:
         (:meth:`update` calls it with the timings it reads; a server may feed its own)."""
         if sm_count not in self._candidates:
             raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
-        median = self._profiled(p, sm_count, 50)
-        if median is not None and median > 0:
-            self._corrections.observe(sm_count, latency_us / median)
+        figure = self._profiled(p, sm_count, self._percentile)
+        if figure is not None and figure > 0:
+            self._corrections.observe(sm_count, latency_us / figure)
 
     def stats(self) -> dict[str, Any]:
         """Steps taken, steps per layout, timings read per SM count, and the corrections now."""

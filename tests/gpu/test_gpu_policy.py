@@ -207,8 +207,9 @@ def test_layout_profile_and_the_prefill_decode_policy_on_disjoint_and_overlapped
         assert set(prof.measured) == set(layouts.keys)
         assert prof.loaded[whole.sm_count] is False and prof.loaded[(2 * step, 8 * step)] is True
         assert prof.layouts[(2 * step, 8 * step)][2] == whole.sm_count - 10 * step
-        for key in layouts.keys:
-            assert prof.latency(key, 8, 65536) > prof.latency(key, 1, 4096) > 0, key
+        for key in layouts.keys:  # beside the load on one context (layout 0) the wait can dominate
+            assert prof.latency(key, 8, 65536) >= prof.latency(key, 1, 4096) > 0, key
+        assert prof.latency(whole.sm_count, 8, 65536) > prof.latency(whole.sm_count, 1, 4096), "idle"
         assert sizing.LayoutProfile.from_json(prof.to_json()).measured == prof.measured
         slo = 2.0 * prof.latency(whole.sm_count, 8, 65536)
         policy = PrefillDecodePolicy(prof, layouts, tpot_slo_us=slo, read_every=1)
