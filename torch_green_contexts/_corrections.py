@@ -79,4 +79,4 @@ class Corrections:
         if value <= 1.0:
             return value
         age = self._now - self._seen_at[key]
-        return 1.0 + (value - 1.0) * 0.5 ** (age / self._half_life)
+        return float(1.0 + (value - 1.0) * 0.5 ** (age / self._half_life))

@@ -44,7 +44,7 @@ class StepCost:
         rows = [(b, c / 1000.0, y) for b, c, y in points]
         if not rows:
             raise ValueError("a step cost needs at least one measured point")
-        terms = (1, 2)  # batch, context; the constant is always fitted
+        terms: tuple[int, ...] = (1, 2)  # batch, context; the constant is always fitted
         coefficients = _least_squares(rows, terms)
         while any(coefficients[t] < 0 for t in terms):
             terms = tuple(t for t in terms if coefficients[t] > 0)
@@ -148,7 +148,7 @@ class LayoutProfile:
         loaded: dict[Hashable, bool] = {}
         for entry in data["layouts"]:
             key = key_of(entry["key"])
-            layouts[key] = tuple(entry["sm_counts"])  # type: ignore[assignment]
+            layouts[key] = tuple(entry["sm_counts"])
             loaded[key] = bool(entry["loaded"])
             measured[key] = {(p["batch"], p["context_tokens"]): Latency(**p["latency_us"]) for p in entry["points"]}
         return cls(measured, layouts, loaded, data["settings"])

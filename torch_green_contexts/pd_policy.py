@@ -25,14 +25,14 @@ one that gives prefill the most SMs; with no prefill waiting, the one that gives
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable
+from typing import Any
 
 from ._corrections import Corrections
 from ._sizing_result import _check_percentile
 from ._step_costs import LayoutProfile
 from ._step_timer import StepTimer
 from ._validation import as_int_at_least
-from .layouts import Layout, Layouts, check_ordering
+from .layouts import Layout, LayoutKey, Layouts, check_ordering
 
 __all__ = ["PrefillDecodePolicy"]
 
@@ -97,7 +97,7 @@ class PrefillDecodePolicy:
                                         half_life_steps=as_int_at_least("half_life_steps", half_life_steps, 1))
         self._timer = StepTimer(as_int_at_least("sample_every", sample_every, 1),
                                 as_int_at_least("max_pending", max_pending, 1))
-        self._current: Hashable | None = None
+        self._current: LayoutKey | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(keys, 0)
 
@@ -126,7 +126,7 @@ class PrefillDecodePolicy:
 
     def update(self) -> int:
         """Read the timings of the steps the GPU has finished (never waits); returns how many."""
-        return self._timer.read(lambda key, point, us: self.observe(key, point[0], point[1], us))
+        return self._timer.read(lambda key, point, us: self.observe(key, point[0], point[1], us))  # type: ignore[arg-type]
 
     def budget_us(self, tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> float:
         """What a decode step may take now."""
@@ -134,7 +134,7 @@ class PrefillDecodePolicy:
         return self.tpot_slo_us * (1.0 - self.headroom) + share * max(0.0, tpot_slack_us)
 
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
-               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> Hashable:
+               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         if batch <= 0:
             return self._most_prefill
@@ -152,11 +152,11 @@ class PrefillDecodePolicy:
                 fastest, fastest_us = key, estimate
         return fastest
 
-    def estimate(self, key: Hashable, batch: int, context_tokens: int = 0) -> float:
+    def estimate(self, key: LayoutKey, batch: int, context_tokens: int = 0) -> float:
         """The corrected latency estimate (us) of a decode step on layout ``key``."""
         return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
 
-    def observe(self, key: Hashable, batch: int, context_tokens: int, latency_us: float) -> None:
+    def observe(self, key: LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
         """Take one measured decode step into the corrections (:meth:`update` feeds the timings
         it reads; a server may feed its own)."""
         if key not in self._layouts:
@@ -165,7 +165,7 @@ class PrefillDecodePolicy:
         if figure > 0:
             self._corrections.observe(key, latency_us / figure)
 
-    def correction(self, key: Hashable) -> float:
+    def correction(self, key: LayoutKey) -> float:
         if key not in self._layouts:
             raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
         return self._corrections.factor(key)
