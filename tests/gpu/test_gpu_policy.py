@@ -183,6 +183,10 @@ def test_policy_moves_to_more_sms_under_a_heavier_load_and_back(device, granular
         torch.cuda.synchronize(device)
         in_flight.clear()
         again = run(400, loaded=False)
+        back = again.index(small) if small in again else None
+        print(f"\nFIGURES calm {calm.count(small)}/{len(calm)} on {small}; busy {busy.count(large)}/{len(busy)} on "
+              f"{large}, peak correction of {small} {peak[small]:.2f}; after the load back on {small} at step {back}, "
+              f"last 100 steps {again[-100:].count(small)}/100 on {small}; corrections {policy.stats()['corrections']}")
         assert again[-10:] == [small] * 10, (again, policy.stats())
         torch.cuda.synchronize(device)
 
