@@ -166,7 +166,6 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("min_partition_size", &SmPartition::min_partition_size)
       .def_property_readonly("locality_domain_id", &SmPartition::locality_domain_id)
       .def_property_readonly("splittable", &SmPartition::splittable)
-      .def_property_readonly("piece_count", [](const SmPartition& self) { return self.resources().size(); })
       .def_static(
           "union",
           [](const std::vector<std::shared_ptr<SmPartition>>& parts) {

@@ -24,7 +24,7 @@ unsigned SmPartition::sm_count() const noexcept {
   return total;
 }
 
-void SmPartition::mark_split(std::uint64_t serial, unsigned piece) noexcept {
+void SmPartition::mark_split(std::uint64_t serial, unsigned piece) {
   split_serial_ = serial;
   pieces_.assign(1, piece);
 }

@@ -59,7 +59,7 @@ class SmPartition {
 
   // Which split() made this partition (0: none) and which of its outputs it holds (groups in
   // order, then the remainder); split() sets them.
-  void mark_split(std::uint64_t serial, unsigned piece) noexcept;
+  void mark_split(std::uint64_t serial, unsigned piece);
   std::uint64_t split_serial() const noexcept { return split_serial_; }
   const std::vector<unsigned>& pieces() const noexcept { return pieces_; }
 
