@@ -39,6 +39,17 @@ PRELUDE = textwrap.dedent(
             return error
         raise AssertionError("nothing raised")
 
+    def assert_nothing_in_use():
+        # Nothing held by the core after a loop of calls, and no green context left once the
+        # idle ones are released.
+        import gc
+        import torch_green_contexts as tgc
+        gc.collect()
+        counts = tgc.live_counts()
+        assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
+        tgc.release_idle_contexts()
+        assert live("green_ctx") == 0
+
     def sms_of_handle(green_ctx):
         out = (ctypes.c_int * 256)()
         n = SIM.tgc_sim_green_ctx_sms(green_ctx, out, 256)

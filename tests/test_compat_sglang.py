@@ -62,11 +62,7 @@ def test_against_the_simulated_driver(version):
             assert type(raised(lambda: spatial.get_sm_available(2))) is RuntimeError
             for _ in range(50):  # in a loop: nothing leaks
                 spatial.create_greenctx_stream_by_value(96, 36, 0)
-            gc.collect()
-            counts = tgc.live_counts()
-            assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
-            tgc.release_idle_contexts()
-            assert live("green_ctx") == 0
+            assert_nothing_in_use()
             print("ok")
             """
         ),
@@ -124,11 +120,7 @@ def test_overlapped_streams_against_the_simulated_driver(version):
                 assert type(error) is kind and text in str(error), error
             for _ in range(50):  # in a loop: nothing leaks
                 spatial.create_overlapped_greenctx_stream_by_value(16, 0)
-            gc.collect()
-            counts = tgc.live_counts()
-            assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
-            tgc.release_idle_contexts()
-            assert live("green_ctx") == 0
+            assert_nothing_in_use()
             print("ok")
             """
         ),

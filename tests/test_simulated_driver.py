@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from ._sim import run_on_sim
+
 LIBRARY = pathlib.Path(__file__).parent / "cpp" / "build" / "libtgc_simdriver.so"
 
 SCRIPT = textwrap.dedent(
@@ -287,7 +289,4 @@ UNION = textwrap.dedent(
 @pytest.mark.skipif(not LIBRARY.exists(), reason="simulated driver not built (scripts/run_tests.sh builds it)")
 @pytest.mark.parametrize("version", [12040, 13000, 13010, 13040])
 def test_unions_of_split_pieces_against_the_simulated_driver(version):
-    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION=str(version),
-               CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", UNION], env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+    assert run_on_sim(UNION, version).strip() == "ok"

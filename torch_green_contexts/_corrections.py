@@ -38,10 +38,14 @@ class Corrections:
         self._seen_at = dict.fromkeys(self._sms, 0)
         self._observed = dict.fromkeys(self._sms, 0)
         self._now = 0
+        # Most latency SMs first: the order in which changes propagate.
+        self._by_sms = sorted(self._sms, key=lambda k: -self._sms[k])
+        self._factors: dict[Hashable, float] | None = None  # of now; None once out of date
 
     def tick(self, steps: int = 1) -> None:
         """Count ``steps`` more steps (the clock of the decay)."""
         self._now += steps
+        self._factors = None
 
     def observe(self, key: Hashable, ratio: float) -> None:
         """One measured step on ``key``: its latency over the profile's figure for that step."""
@@ -58,16 +62,29 @@ class Corrections:
         self._baseline[key] += self._alpha * (self._own[key] - self._baseline[key])
         self._seen_at[key] = self._now
         self._observed[key] += 1
+        self._factors = None
 
     def factor(self, key: Hashable) -> float:
         """The factor for ``key`` now: its own (decayed) estimate, raised by any change seen
         on a layout with more latency SMs, and never below 1."""
-        sms = self._sms[key]
-        best = max(1.0, self._decayed(key, self._own[key]))
-        for other, other_sms in self._sms.items():
-            if other_sms > sms and self._observed[other]:
-                best = max(best, self._decayed(other, self._own[other] / self._baseline[other]))
-        return best
+        if self._factors is None:
+            self._factors = self._compute_factors()
+        return self._factors[key]
+
+    def _compute_factors(self) -> dict[Hashable, float]:
+        """Every factor in one pass from the most latency SMs down, carrying the largest change
+        seen on layouts with more SMs than the current one."""
+        factors: dict[Hashable, float] = {}
+        carried = pending = 1.0  # changes of layouts with more SMs / with as many as the last
+        last_sms = None
+        for key in self._by_sms:
+            sms = self._sms[key]
+            if sms != last_sms:
+                carried, pending, last_sms = max(carried, pending), 1.0, sms
+            factors[key] = max(carried, self._decayed(key, self._own[key]))
+            if self._observed[key]:
+                pending = max(pending, self._decayed(key, self._own[key] / self._baseline[key]))
+        return factors
 
     def _prior(self) -> deque[float]:
         return deque([1.0] * self._window, maxlen=self._window)

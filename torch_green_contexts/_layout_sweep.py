@@ -5,7 +5,6 @@ batch stream, every variant once per round in a new order."""
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Callable, Hashable
 
@@ -15,11 +14,8 @@ from ._progress import Progress
 from ._sizing_result import Latency
 from ._stats import interleaved
 from ._step_costs import LayoutProfile, Point, key_name
-from ._sweep import Options
+from ._sweep import Options, queued_depth
 from ._timing import QueuedLoad, graphed, time_calls
-
-_QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
-
 
 def sweep_layouts(layouts: Any, steps: dict[Point, Callable[[], Any]], options: Options) -> LayoutProfile:
     began = time.perf_counter()
@@ -45,7 +41,7 @@ def sweep_layouts(layouts: Any, steps: dict[Point, Callable[[], Any]], options: 
         if options.load is not None:
             plain = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
             once_s = time_calls(options.load, plain, 2)[-1] / 1e6
-            depth = max(2, min(64, math.ceil(_QUEUED_LOAD_S / max(once_s, 1e-7))))
+            depth = queued_depth(once_s)
             for layout in chosen:
                 if layout.batch_sm_count > 0:
                     loads.setdefault(id(layout.batch_stream), QueuedLoad(options.load, layout.batch_stream, depth))

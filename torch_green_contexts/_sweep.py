@@ -23,6 +23,11 @@ from ._validation import as_int_at_least
 _QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
 
 
+def queued_depth(load_once_s: float) -> int:
+    """How many load calls to keep queued so that at least _QUEUED_LOAD_S of work is waiting."""
+    return max(2, min(64, math.ceil(_QUEUED_LOAD_S / max(load_once_s, 1e-7))))
+
+
 def positive_int(name: str, value: Any, minimum: int = 1) -> int:
     return as_int_at_least(name, value, minimum)
 
@@ -110,7 +115,7 @@ def _run(fn: Callable[[], Any], device: int, layouts: dict[int, _Layout], option
     depth, load_once_s = 2, 0.0
     if load is not None:
         load_once_s = time_calls(load, plain_load, 2)[-1] / 1e6
-        depth = max(2, min(64, math.ceil(_QUEUED_LOAD_S / max(load_once_s, 1e-7))))
+        depth = queued_depth(load_once_s)
 
     # variant name -> (fn stream or None, load stream or None)
     variants: dict[str, tuple[torch.cuda.Stream | None, torch.cuda.Stream | None]] = {
