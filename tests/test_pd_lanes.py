@@ -1,16 +1,18 @@
-"""The prefill/decode example's lanes (examples/pd/lanes.py) with a fake Layouts and a fake
-SplitPolicy: which layout each step runs on, when the policy's timing ends, and the handoff
-per request. No GPU: nothing here touches a stream."""
+"""The prefill/decode example's lanes (examples/pd/lanes.py) with a fake Layouts and fake
+policies: which layout each step runs on, what the two-SLO policy is told, when the policies'
+timing ends, and the handoff per request. No GPU: nothing here touches a stream."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from examples.pd.lanes import HandoffMarker, OverlapRunner, PolicyLanes, StaticLanes
+from examples.pd.lanes import HandoffMarker, OverlapRunner, PolicyLanes, StaticLanes, TwoSloLanes, key_label
+from examples.pd.loops import StepState
 
 
 @dataclasses.dataclass(frozen=True)
 class FakeLayout:
+    key: object
     sm_count: int
     latency_stream: str
     batch_stream: str
@@ -28,9 +30,11 @@ class FakeHandoff:
 
 
 class FakeLayouts:
-    def __init__(self, counts):
+    def __init__(self, counts, overlapped=()):
         self.counts = tuple(counts)
-        self._layouts = {k: FakeLayout(k, f"latency{k}", f"batch{k}") for k in counts}
+        self.keys = self.counts + tuple(overlapped)
+        self._layouts = {k: FakeLayout(k, k, f"latency{k}", f"batch{k}") for k in counts}
+        self._layouts.update({k: FakeLayout(k, sum(k), f"latency{k}", f"batch{k}") for k in overlapped})
         self.active, self.calls = None, []
 
     def __getitem__(self, k):
@@ -82,7 +86,7 @@ def test_policy_lanes_follow_the_policy_and_end_its_timing_after_each_launch():
     assert [lane.key for lane in lanes.all()] == ["0", "16", "32", "132"]
     engine = FakeEngine()
     runner = OverlapRunner(engine, lanes)
-    lane = runner.decode_lane(32)
+    lane = runner.decode_lane(32, StepState(32, 0, 0, 0.0, None))
     assert (lane.key, lane.latency, lane.batch) == ("32", "latency32", "batch32")
     assert runner.decode(lane, [(0, 10)], 32, []) == "pending"
     assert policy.calls == [("step", 32), ("done",)]
@@ -104,3 +108,45 @@ def test_static_lanes_never_leave_their_split():
     assert lanes.decode_lane(8).key == "32" and lanes.decode_lane(64).key == "32" and lanes.idle_lane().key == "32"
     assert set(layouts.calls) == {("switch", 32)}
     assert lanes.marker(lanes.lane).handoff.active == 32
+
+
+class FakeTwoSloPolicy:
+    def __init__(self, layouts, pick):
+        self.layouts, self.pick, self.calls = layouts, pick, []
+
+    def step(self, batch, context_tokens=0, **kw):
+        self.calls.append(("step", batch, context_tokens, kw))
+        return self.layouts.switch(self.pick)
+
+    def choose(self, batch):
+        self.calls.append(("choose", batch))
+        return 0
+
+    def done(self):
+        self.calls.append(("done",))
+
+
+def test_two_slo_lanes_pass_the_step_state_in_the_policys_units():
+    layouts = FakeLayouts([0, 132], overlapped=[(16, 64)])
+    policy = FakeTwoSloPolicy(layouts, (16, 64))
+    lanes = TwoSloLanes(policy, layouts, prefix="o")
+    assert [lane.key for lane in lanes.all()] == ["o0", "o132", "o16/64"]
+    runner = OverlapRunner(FakeEngine(), lanes)
+    lane = runner.decode_lane(8, StepState(8, 9000, 2048, 0.004, -0.25))
+    assert (lane.key, lane.latency) == ("o16/64", "latency(16, 64)")
+    assert policy.calls[-1] == ("step", 8, 9000, {"prefill_tokens": 2048, "tpot_slack_us": 4000.0,
+                                                  "ttft_slack_us": -250000.0})
+    runner.decode(lane, [(0, 10)], 8, [])
+    assert policy.calls[-1] == ("done",)
+    # Unbounded slack (no SLO) reaches the policy as a finite number; no waiting prompt as None.
+    lanes.decode_lane(8, StepState(8, 0, 0, float("inf"), None))
+    assert policy.calls[-1][3] == {"prefill_tokens": 0, "tpot_slack_us": 1e12, "ttft_slack_us": None}
+    assert lanes.idle_lane().key == "o0" and layouts.active == 0
+    assert isinstance(lanes.marker(lane), HandoffMarker)
+    assert key_label((32, 32)) == "32/32" and key_label(16) == "16"
+
+
+def test_static_lanes_of_an_overlapped_layout():
+    layouts = FakeLayouts([0, 132], overlapped=[(16, 64)])
+    lanes = StaticLanes(layouts, (16, 64), prefix="o")
+    assert lanes.decode_lane(8).key == "o16/64" and layouts.calls == [("switch", (16, 64))]

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from examples.pd.admission import Order
 from examples.pd.loops import LoopSettings, run_chunked, run_overlap
 from examples.pd.metrics import Slo, summarize
 from examples.pd.planning import PrefillCursor, bucket_for
@@ -60,6 +61,7 @@ class SimDevice:
         self.prefilled_at: dict[int, float] = {}  # request id -> when its prefill ends on the device
         self.kv: dict[int, int] = {}  # slot -> KV length written
         self.max_inflight = 0
+        self.states: list = []
 
     def _run(self, stream: str, cost: float, after: float = 0.0) -> Done:
         start = max(self.clock.t, self.busy[stream], after)
@@ -67,8 +69,10 @@ class SimDevice:
         return Done(self.clock, start + cost)
 
     # OverlapEngine
-    def decode_lane(self, bucket: int) -> Lane:
+    def decode_lane(self, bucket: int, state) -> Lane:
+        assert state.bucket == bucket
         self.lanes_asked.append(("decode", bucket))
+        self.states.append((self.clock.t, state))
         return Lane(f"k{bucket}")
 
     def idle_lane(self) -> Lane:
@@ -119,12 +123,14 @@ def trace(n=30, rate=40.0, seed=3):
     return make_trace(n, rate, seed=seed, prompts=Lengths(16, 300, 100, 0.8), outputs=Lengths(2, 40, 10, 0.8))
 
 
-def settings(slots=8, cap=60.0):
-    return LoopSettings(slots=slots, buckets=BUCKETS, cap_s=cap, poll_s=1e-4)
+def settings(slots=8, cap=60.0, **more):
+    return LoopSettings(slots=slots, buckets=BUCKETS, cap_s=cap, poll_s=1e-4, **more)
 
 
 def check_complete(log, requests):
     assert not log.cut_off
+    # A gap between tokens per output token after each request's first, each positive.
+    assert len(log.gaps) == sum(r.output - 1 for r in requests) and min(log.gaps, default=1) > 0
     assert [r.id for r in log.requests] == [r.id for r in requests]
     for record, request in zip(log.requests, requests):
         assert record.tokens == request.output
@@ -240,3 +246,64 @@ def test_a_spinning_host_serves_every_request():
     device.kv.clear()
     device.budget = 256
     check_complete(run_chunked(requests, device, 256, spin, clock), requests)
+
+
+def test_step_state_gives_the_policy_both_slos_slack_and_the_waiting_prompt():
+    clock = VirtualClock()
+    slo = Slo(ttft=0.5, tpot=0.01)
+    requests = [Request(0, 0.0, prompt=20, output=60), Request(1, 0.01, prompt=3000, output=2)]
+    device = SimDevice(clock, slots=4, decode_s=(2e-3, 0.0))
+    log = run_overlap(requests, device, PrefillCursor(256, LAYERS, 1), 2, settings(slots=4, slo=slo), clock)
+    check_complete(log, requests)
+    long_first = log.requests[1].first_token
+    during = [(t, st) for t, st in device.states if 0.011 < t < long_first - 1e-3]
+    after = [(t, st) for t, st in device.states if t > log.requests[1].finish]
+    assert during and after
+    for t, st in during:
+        assert st.prefill_tokens > 0
+        assert st.ttft_slack_s == pytest.approx(0.01 + 0.5 - t, abs=1e-3)  # the long prompt's
+        assert st.context_tokens >= 20
+    for t, st in after:
+        assert st.prefill_tokens == 0 and st.ttft_slack_s is None
+    # Request 0 decodes a token per 2 ms step against a 10 ms SLO: its slack grows.
+    slacks = [st.tpot_slack_s for _, st in after]
+    assert slacks[-1] > slacks[0] > 0
+    # Without SLOs the slack is unbounded.
+    device2 = SimDevice(VirtualClock(), slots=4)
+    run_overlap(requests[:1], device2, PrefillCursor(256, LAYERS, 1), 2, settings(slots=4), device2.clock)
+    assert all(st.tpot_slack_s == float("inf") for _, st in device2.states)
+
+
+@pytest.mark.parametrize("loop", ["chunked", "overlap"])
+def test_shortest_prompt_first_lets_a_short_prompt_pass_a_long_one(loop):
+    clock = VirtualClock()
+    requests = [Request(0, 0.0, prompt=4000, output=3), Request(1, 0.001, prompt=2000, output=3),
+                Request(2, 0.002, prompt=30, output=3)]
+    firsts = {}
+    for name in ("fcfs", "spf"):
+        clock.t = 0.0
+        device = SimDevice(clock, slots=4)
+        device.budget = 128
+        order = Order(name, aging_s=10.0)
+        if loop == "chunked":
+            log = run_chunked(requests, device, 128, settings(slots=4, order=order), clock)
+        else:
+            log = run_overlap(requests, device, PrefillCursor(128, LAYERS, 1, order), 2,
+                              settings(slots=4, order=order), clock)
+        check_complete(log, requests)
+        firsts[name] = [r.first_token for r in log.requests]
+    # Request 0 began before the others arrived; under spf the 30-token prompt goes next.
+    assert firsts["fcfs"][2] > firsts["fcfs"][1]
+    assert firsts["spf"][2] < firsts["spf"][1]
+    assert firsts["spf"][2] < firsts["fcfs"][2]
+
+
+def test_a_request_cut_off_while_decoding_adds_its_wait_to_the_gaps():
+    clock = VirtualClock()
+    requests = [Request(0, 0.0, prompt=20, output=1000)]
+    device = SimDevice(clock, slots=2, decode_s=(5e-3, 0.0))
+    log = run_overlap(requests, device, PrefillCursor(128, LAYERS, 2), 2, settings(slots=2, cap=0.1), clock)
+    assert log.cut_off
+    tokens = log.requests[0].tokens
+    assert len(log.gaps) == tokens  # tokens - 1 gaps, and the wait since the last one
+    assert 0 <= log.gaps[-1] <= 5.5e-3

@@ -9,9 +9,9 @@ import statistics
 import pytest
 
 from examples.pd.estimates import Costs, capacity, default_slo, expected_run_s, rates_from, run_cap
-from examples.pd.metrics import (Goodput, RequestRecord, RunLog, Slo, StepRecord, goodput, percentile, ratio,
-                                 summarize)
-from examples.pd.workload import OUTPUTS, PROMPTS, Lengths, Request, describe, make_trace
+from examples.pd.metrics import (MARGIN_CAP, Goodput, RequestRecord, RunLog, Slo, StepRecord, goodput,
+                                 metric_goodput, passes, percentile, ratio, summarize)
+from examples.pd.workload import OUTPUTS, PROMPTS, WORKLOADS, Lengths, Request, describe, make_trace
 
 
 def test_trace_is_seeded_and_the_same_requests_at_every_rate():
@@ -125,3 +125,43 @@ def test_the_cap_leaves_time_for_every_request_meeting_its_slos():
     assert cap == pytest.approx(t[-1].arrival + 0.5 + (max(r.output for r in t) - 1) * 0.03)
     assert expected_run_s(t, COSTS, cap_s=1.0) == pytest.approx(1.5)  # capped, plus warm-up
     assert expected_run_s(t, COSTS, cap_s=1e9) < cap + 0.5
+
+
+@pytest.mark.parametrize("name", ["today", "chat", "long-prompt"])
+def test_named_workloads_draw_the_lengths_they_describe(name):
+    w = WORKLOADS[name]
+    t = make_trace(3000, 5.0, seed=2, prompts=w.prompts, outputs=w.outputs)
+    prompts, outputs = [r.prompt for r in t], [r.output for r in t]
+    assert w.prompts.low <= min(prompts) and max(prompts) <= w.prompts.high
+    assert w.outputs.low <= min(outputs) and max(outputs) <= w.outputs.high
+    assert statistics.median(prompts) == pytest.approx(w.prompts.median, rel=0.08)
+    assert statistics.median(outputs) == pytest.approx(w.outputs.median, rel=0.08)
+    assert make_trace(3000, 5.0, seed=3, prompts=w.prompts, outputs=w.outputs) != t
+
+
+def test_p99_figures_count_requests_without_a_first_token_as_infinitely_late():
+    slo = Slo(ttft=1.0, tpot=0.02)
+    done = [RequestRecord(i, 0.0, 100, 3, 0.5, 0.54, 3) for i in range(99)]
+    log = RunLog(done + [RequestRecord(99, 0.0, 100, 3, 0.9, 0.94, 3)], [], 2.0, False, [0.02] * 198 + [0.01] * 2)
+    s = summarize(log, slo)
+    assert s["p99_ttft_ms"] == pytest.approx(504.0)  # 99 at 0.5 s, one at 0.9 s
+    assert s["itl_ms"]["p99"] == pytest.approx(20.0)
+    assert s["p99_margin"] == pytest.approx(1.0)  # the ITL p99 sits at its SLO
+    # Two requests never got a first token: the P99 TTFT is infinite, the margin capped.
+    cut = RunLog(done[:98] + [RequestRecord(98, 0.0, 100, 3, None, None, 0), RequestRecord(99, 0.0, 100, 3, None,
+                                                                                             None, 0)],
+                 [], 2.0, True, [0.01] * 10)
+    s = summarize(cut, slo)
+    assert s["p99_ttft_ms"] is None and s["p99_margin"] == MARGIN_CAP
+    assert summarize(RunLog(done, [], 1.0, False, []), slo)["itl_ms"]["n"] == 0
+
+
+def test_p99_goodput_is_read_where_the_margin_crosses_one():
+    points = [(2.0, {"attainment": 1.0, "p99_margin": 0.5}), (4.0, {"attainment": 0.95, "p99_margin": 0.9}),
+              (8.0, {"attainment": 0.5, "p99_margin": 1.3})]
+    g = metric_goodput(points, "p99")
+    assert (g.rate, g.how) == (pytest.approx(4.0 + 0.1 / 0.4 * 4.0), "interpolated")
+    assert metric_goodput(points, "distserve").rate == pytest.approx(4.0 + 0.05 / 0.45 * 4.0)
+    assert goodput([(1.0, 0.2), (2.0, 0.8)], 1.0, higher=False) == Goodput(2.0, "highest measured")
+    assert goodput([(1.0, 1.2)], 1.0, higher=False) == Goodput(0.0, "none met")
+    assert passes(1.0, 1.0, False) and not passes(1.01, 1.0, False) and passes(0.9, 0.9, True)

@@ -1,15 +1,14 @@
-"""The prefill/decode example's bookkeeping (examples/pd/planning.py): slots and admission,
-buckets, chunked-prefill composition, prefill pieces, the static split's candidates from a
-profile, layout counts and memory. Plain Python, no GPU."""
+"""The prefill/decode example's bookkeeping (examples/pd/planning.py): buckets, chunked-prefill
+composition, prefill pieces, the static split's candidates from both SLOs, layout counts and
+memory. Plain Python, no GPU."""
 
 from __future__ import annotations
 
-from collections import deque
-
 import pytest
 
-from examples.pd.planning import (Admission, Live, ModelShape, PrefillCursor, bucket_for, bucket_list, bucket_reached,
-                                  compose_chunked, kv_cache_bytes, layout_counts, static_candidates, take_prefill)
+from examples.pd.admission import Live, PrefillQueue
+from examples.pd.planning import (ModelShape, PrefillCursor, SplitOption, bucket_for, bucket_list, bucket_reached,
+                                  compose_chunked, kv_cache_bytes, layout_counts, static_candidates)
 from examples.pd.workload import Request
 
 
@@ -34,50 +33,29 @@ def test_buckets():
         bucket_for(17, b)
 
 
-def test_admission_is_fcfs_into_free_slots():
-    trace = [Request(i, 0.1 * i, 100, 10) for i in range(5)]
-    a = Admission(list(reversed(trace)), slots=2)
-    assert a.next_arrival == 0.0 and not a.drained
-    a.arrive(0.25)
-    first = a.admit()
-    assert [(x.request.id, x.slot) for x in first] == [(0, 0), (1, 1)]
-    assert a.admit() == [] and a.held == 2
-    a.release(first[1])
-    a.arrive(1.0)
-    assert [(x.request.id, x.slot) for x in a.admit()] == [(2, 1)]
-    assert a.next_arrival is None and not a.drained  # 3 and 4 wait for slots
-    with pytest.raises(ValueError):
-        Admission(trace, 0)
-
-
-def test_take_prefill_is_fcfs_and_splits_long_prompts():
-    a, b, c = live(0, 300), live(1, 50), live(2, 400)
-    q = deque([a, b, c])
-    parts = take_prefill(q, 256)
-    assert [(p.live, p.start, p.length, p.completes) for p in parts] == [(a, 0, 256, False)]
-    parts = take_prefill(q, 256)
-    assert [(p.live, p.start, p.length, p.completes) for p in parts] == [
-        (a, 256, 44, True), (b, 0, 50, True), (c, 0, 162, False)]
-    assert list(q) == [c] and c.prefilled == 162
-
-
 def test_chunked_plan_puts_every_decode_first_then_fills_the_budget():
     decoding = [live(i, 100, tokens=3) for i in range(5)]
-    q = deque([live(10, 2000), live(11, 10)])
+    q = PrefillQueue()
+    for x in (live(10, 2000), live(11, 10)):
+        q.add(x)
     plan = compose_chunked(decoding, q, 512)
     assert plan.decode == tuple(decoding)
     assert [(p.live.request.id, p.length) for p in plan.parts] == [(10, 507)]
     assert plan.tokens == 512
-    assert compose_chunked([], deque(), 512).tokens == 0
+    assert compose_chunked([], PrefillQueue(), 512).tokens == 0
     assert decoding[0].decode_row() == (0, 103)  # the prompt and three output tokens
 
 
 def test_prefill_cursor_cuts_batches_into_layer_blocks():
     cursor = PrefillCursor(chunk=100, layers=5, piece_layers=2)
-    assert not cursor.busy and cursor.next_piece() is None
-    for x in (live(0, 150), live(1, 30)):
+    assert not cursor.busy and cursor.next_piece() is None and cursor.tokens == 0
+    first, second = live(0, 150), live(1, 30)
+    for x in (first, second):
         cursor.add(x)
-    pieces = []
+    assert cursor.tokens == 180
+    pieces = [cursor.next_piece()]
+    assert cursor.in_batch() == [first]
+    assert cursor.tokens == 80 + 100 * 3 // 5  # the queue's and three fifths of the batch's layers
     while (p := cursor.next_piece()) is not None:
         pieces.append(p)
     assert [(p.batch.id, p.first_layer, p.last_layer) for p in pieces] == [
@@ -92,25 +70,41 @@ def test_prefill_cursor_cuts_batches_into_layer_blocks():
         PrefillCursor(0, 5, 1)
 
 
-class FakeProfile:
-    """p99 latency (us) per (bucket, SM count): falls with more SMs, rises with the bucket."""
-
-    def latency(self, p, k):
-        return None if k == 132 else 40000 * p / k
+OPTIONS = [SplitOption(k, k, 132 - k) for k in (16, 24, 32, 48, 64, 96)]
 
 
-def test_static_candidates_start_at_the_smallest_count_meeting_the_slo():
-    counts = [0, 16, 24, 32, 48, 64, 96, 132]
-    lat = FakeProfile().latency
-    # bucket 32: 24 SMs -> 53 ms, 32 -> 40 ms: 32 is the smallest meeting 40 ms.
-    assert static_candidates(lat, counts, 132, 32, 40000) == [32, 24, 48]
-    assert static_candidates(lat, counts, 132, 32, 40000, n=1) == [32]
-    assert static_candidates(lat, counts, 132, 32, 40000, n=5) == [32, 24, 48, 16, 64]
-    # Nothing meets: the largest count below all SMs, then its neighbours below.
-    assert static_candidates(lat, counts, 132, 128, 1000) == [96, 64, 48]
-    assert static_candidates(lat, counts, 132, 1, 1e9) == [16, 24, 32]
-    with pytest.raises(ValueError, match="no SM count"):
-        static_candidates(lat, [0, 132], 132, 1, 1000)
+def decode_us(key):
+    """p99 decode latency (us) at some bucket: falls with more SMs."""
+    return 1_280_000 / key
+
+
+def test_static_candidates_from_the_tpot_slo_when_prefill_fits_everywhere():
+    fits = lambda batch_sms: True  # noqa: E731
+    # 24 SMs -> 53 ms, 32 -> 40 ms: 32 is the fewest meeting 40 ms; the TTFT anchor is 96.
+    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=1) == [32]
+    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=2) == [32, 96]
+    assert static_candidates(OPTIONS, decode_us, fits, 40000) == [32, 96, 24]
+    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=5) == [32, 96, 24, 48, 64]
+
+
+def test_static_candidates_never_starve_prefill():
+    # Prefill fits only with 84 or more batch SMs (48 latency SMs at most); decode needs 64.
+    fits = lambda batch_sms: batch_sms >= 84  # noqa: E731
+    assert static_candidates(OPTIONS, decode_us, fits, 20000) == [64, 48, 96]
+    assert static_candidates(OPTIONS, decode_us, fits, 20000, n=4) == [64, 48, 96, 32]
+    # Nothing meets the TPOT SLO: the most latency SMs; nothing fits prefill: the fewest.
+    assert static_candidates(OPTIONS, decode_us, lambda b: False, 1.0, n=2) == [96, 16]
+    # Unknown figures count as not meeting.
+    assert static_candidates(OPTIONS, lambda k: None, fits, 1e9, n=1) == [96]
+    with pytest.raises(ValueError, match="no split"):
+        static_candidates([], decode_us, fits, 1000)
+
+
+def test_static_candidates_order_overlapped_keys_by_latency_sms():
+    options = [SplitOption((16, 64), 68, 116), SplitOption((32, 32), 100, 100), SplitOption((16, 32), 100, 116)]
+    lat = {(16, 64): 30000, (32, 32): 15000, (16, 32): 15000}.get
+    # (16, 32) before (32, 32): the same latency SMs, more batch SMs.
+    assert static_candidates(options, lat, lambda b: b >= 100, 20000) == [(16, 32), (32, 32), (16, 64)]
 
 
 def test_bucket_reached_prefers_the_runs_that_met_the_slos():

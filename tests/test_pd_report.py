@@ -1,44 +1,61 @@
 """The prefill/decode example's command line and report (examples/pd: cli.py, report.py):
-option checks, --quick, goodput per scheduler, the comparisons, the table and the plot."""
+option checks, --quick and workloads, goodput per scheduler under both metrics and seeds, the
+comparisons with their ties, the tables and the plots."""
 
 from __future__ import annotations
 
 import pytest
 
 from examples.pd import cli
-from examples.pd.report import comparison, plot, run_entry, schedulers, table
+from examples.pd.report import comparison, plot, schedulers, table
+from examples.pd.search import Config, entry
 
 
-def test_defaults_and_quick():
+def test_defaults_quick_and_workloads():
     s = cli.parse([])
-    assert (s.layers, s.requests, s.max_slots, s.budgets) == (32, 80, 96, (512, 1024, 2048, 4096))
-    assert s.schedulers == cli.SCHEDULERS and s.rates is None and s.piece_layers == 4
-    assert s.max_len == 4096 + 512 and s.layout_counts is None
+    assert (s.layers, s.requests, s.arrival_s, s.max_slots, s.budgets) == (32, 300, 15.0, None, (256, 512, 2048))
+    assert s.schedulers == cli.DEFAULT_SCHEDULERS and s.admission == ("fcfs", "spf") and s.seeds == (1, 2)
+    assert s.rates is None and s.piece_layers == 4 and s.max_len == 4096 + 512 and s.layout_counts is None
     q = cli.parse(["--quick"])
-    assert (q.layers, q.requests, q.budgets, q.load_fractions) == (4, 20, (1024,), (0.4, 0.7))
+    assert (q.layers, q.requests, q.budgets, q.load_fractions, q.seeds) == (4, 20, (1024,), (0.4, 0.7), (1,))
     assert q.piece_layers == 1 and q.static_candidates == 1 and (q.max_output, q.output_median) == (128, 48)
-    assert q.max_len == 4096 + 128
+    assert q.max_len == 4096 + 128 and q.max_slots == 32
     # What is given on the command line wins over --quick.
-    q = cli.parse(["--quick", "--layers", "8", "--budgets", "256,512", "--schedulers", "d,a,d"])
-    assert (q.layers, q.budgets, q.schedulers, q.piece_layers) == (8, (256, 512), ("policy", "chunked"), 1)
+    q = cli.parse(["--quick", "--layers", "8", "--budgets", "256,512", "--schedulers", "g,a,g", "--seeds", "3,3,4"])
+    assert (q.layers, q.budgets, q.schedulers, q.piece_layers, q.seeds) == (8, (256, 512), ("pd-overlap", "chunked"),
+                                                                            1, (3, 4))
+    chat = cli.parse(["--workload", "chat"])
+    assert (chat.min_prompt, chat.max_prompt, chat.prompt_median, chat.output_median) == (32, 2048, 500, 200)
+    long = cli.parse(["--workload", "long-prompt", "--max-output", "64"])
+    assert (long.min_prompt, long.max_prompt, long.max_output) == (4096, 16384, 64)
+    assert cli.parse(["--overlapped", "16/64,32/32"]).overlapped == ((16, 64), (32, 32))
+    assert cli.settings_dict(cli.parse(["--overlapped", "16/64"]))["overlapped"] == [[16, 64]]
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--layers", "0"], "--layers must be at least 1"),
     (["--layers", "40"], "32 or fewer"),
-    (["--budgets", "512,96"], "--budgets must exceed --max-slots"),
+    (["--budgets", "512,96", "--max-slots", "96"], "--budgets must exceed --max-slots"),
     (["--rates", "1,x"], "comma-separated arrival rates"),
     (["--rates", "2,-1"], "--rates must all be positive"),
     (["--rates", "2,2"], "repeated rates"),
-    (["--schedulers", "e"], "schedulers among"),
+    (["--schedulers", "z"], "schedulers among"),
+    (["--admission", "lifo"], "orders among"),
+    (["--workload", "code"], "invalid choice"),
+    (["--overlapped", "16-64"], "latency/batch floor pairs"),
     (["--tpot-slo-ms", "0"], "--tpot-slo-ms must be positive"),
+    (["--aging-ms", "-1"], "--aging-ms must be positive"),
     (["--max-prompt", "100"], "--min-prompt <= --max-prompt"),
     (["--chunk", "9000"], "--chunk (9000) must not exceed"),
     (["--context", "4608"], "--context (4608) must be below"),
     (["--piece-layers", "5", "--layers", "4"], "must not exceed --layers"),
     (["--stop-below", "1.5"], "between 0 and 1"),
+    (["--min-rates", "6", "--max-rates", "5"], "--max-rates (5) must be at least --min-rates (6)"),
     (["--policy-headroom", "1"], "--policy-headroom must be at least 0 and below 1"),
+    (["--slack-share", "2"], "--slack-share must be between 0 and 1"),
     (["--attention", "xformers"], "invalid choice"),
+    (["--layout-profile", "/nonexistent/profile.json"], "--layout-profile /nonexistent/profile.json: no such file"),
+    (["--resume", "/nonexistent/results.json"], "no such file"),
 ])
 def test_bad_options_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -47,47 +64,74 @@ def test_bad_options_exit_with_a_message(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def summary(attainment, steps_within=0.995, step_p99=30.0):
-    return {"attainment": attainment, "steps_within_tpot": steps_within, "requests": 10, "finished": 10,
-            "ttft_ms": {"p50": 100.0, "p99": 300.0}, "tpot_ms": {"p50": 20.0, "p99": 30.0},
-            "step_ms": {"p50": 15.0, "p99": step_p99}, "output_tokens_per_s": 1234.0}
+def summary(attainment, margin=0.5, steps_within=0.995):
+    return {"attainment": attainment, "p99_margin": margin, "steps_within_tpot": steps_within, "requests": 10,
+            "finished": 10, "ttft_ms": {"p50": 100.0, "p99": 300.0}, "tpot_ms": {"p50": 20.0, "p99": 30.0},
+            "itl_ms": {"p50": 15.0, "p99": 25.0}, "step_ms": {"p50": 15.0, "p99": 30.0}, "largest_bucket": 32}
 
 
+B512, B1024 = Config("chunked", "budget 512", 512, "fcfs"), Config("chunked", "budget 1024", 1024, "spf")
+PD = Config("pd-overlap", "", None, "spf")
+STREAMS = Config("streams", "", None, "fcfs")
 RUNS = [
-    run_entry("chunked", "budget 512", 2.0, summary(0.95)), run_entry("chunked", "budget 512", 4.0, summary(0.5)),
-    run_entry("chunked", "budget 1024", 2.0, summary(1.0)), run_entry("chunked", "budget 1024", 4.0, summary(0.7)),
-    run_entry("policy", "split policy", 2.0, summary(1.0)), run_entry("policy", "split policy", 4.0, summary(0.96)),
-    run_entry("policy", "split policy", 6.0, summary(0.4, 0.9)), run_entry("policy", "split policy", 8.0, None),
-    run_entry("static", "32 SMs", 2.0, summary(0.9)), run_entry("static", "32 SMs", 4.0, summary(0.3)),
+    entry(B512, 1, 2.0, summary(0.95, 0.8)), entry(B512, 1, 4.0, summary(0.5, 3.0)),
+    entry(B1024, 1, 2.0, summary(1.0, 1.5)), entry(B1024, 1, 4.0, summary(0.7, 4.0)),
+    entry(B1024, 2, 2.0, summary(1.0, 1.5)), entry(B1024, 2, 4.0, summary(0.8, 4.0)),
+    entry(PD, 1, 2.0, summary(1.0)), entry(PD, 1, 4.0, summary(0.96)), entry(PD, 1, 6.0, summary(0.4, 2.0)),
+    entry(PD, 1, 8.0, None), entry(PD, 2, 2.0, summary(1.0)), entry(PD, 2, 4.0, summary(0.9, 1.2)),
+    entry(PD, 2, 6.0, summary(0.3, 2.0)),
+    entry(STREAMS, 1, 2.0, summary(0.9)), entry(STREAMS, 1, 4.0, summary(0.3, 5.0)),
+    entry(STREAMS, 2, 2.0, summary(0.95)), entry(STREAMS, 2, 4.0, summary(0.3, 5.0)),
 ]
 
 
-def test_goodput_per_scheduler_takes_the_best_configuration():
-    fams = schedulers(RUNS)
-    assert list(fams) == ["chunked", "static", "policy"]
-    assert fams["chunked"]["best"] == "budget 1024"
-    assert fams["chunked"]["goodput"] == pytest.approx(2.0 + 0.1 / 0.3 * 2.0)
-    assert fams["chunked"]["configs"]["budget 512"]["goodput"] == pytest.approx(2.0 + 0.05 / 0.45 * 2.0)
-    assert fams["policy"]["goodput"] == pytest.approx(4.0 + 0.06 / 0.56 * 2.0)
-    assert fams["static"] == {"best": "32 SMs", "goodput": 2.0, "how": "interpolated",
-                              "configs": {"32 SMs": {"goodput": 2.0, "how": "interpolated", "mean_attainment": 0.6}}}
-    c = comparison(RUNS, fams)
-    assert c["policy_over_chunked"] == pytest.approx(fams["policy"]["goodput"] / fams["chunked"]["goodput"])
-    assert c["policy_over_static"] == pytest.approx(fams["policy"]["goodput"] / 2.0)
-    assert "policy_over_streams" not in c
-    assert c["policy_steps_within_tpot_at_goodput"] == {"rate": 4.0, "share": 0.995}
-    assert c["policy_steps_within_tpot_above_goodput"] == {"rate": 6.0, "share": 0.9}
-    assert comparison(RUNS[:4], schedulers(RUNS[:4])) == {"target_attainment": 0.9}
+def test_goodput_per_scheduler_metric_and_seed():
+    fams = schedulers(RUNS, [1, 2])
+    assert list(fams) == ["chunked", "streams", "pd-overlap"]
+    chunked = fams["chunked"]["distserve"]
+    # budget 1024 ran on both seeds: preferred over budget 512 (seed 1 only).
+    assert chunked["best"] == "budget 1024, spf"
+    assert chunked["seeds"]["1"]["goodput"] == pytest.approx(2.0 + 0.1 / 0.3 * 2.0)
+    assert chunked["seeds"]["2"]["goodput"] == pytest.approx(2.0 + 0.1 / 0.2 * 2.0)
+    assert chunked["spread"] == pytest.approx(1.0 - 0.1 / 0.3 * 2.0)
+    assert chunked["configs"]["budget 512, fcfs"]["all_seeds"] is False
+    # Under the P99 metric budget 1024 never passes: none met.
+    assert fams["chunked"]["p99"]["seeds"]["1"] == {"goodput": 0.0, "how": "none met", "rates": 2}
+    pd = fams["pd-overlap"]
+    assert pd["distserve"]["seeds"]["1"]["goodput"] == pytest.approx(4.0 + 0.06 / 0.56 * 2.0)
+    assert pd["distserve"]["seeds"]["2"]["goodput"] == pytest.approx(4.0)
+    assert pd["p99"]["seeds"]["1"]["goodput"] == pytest.approx(4.0 + 0.5 / 1.5 * 2.0)
+    assert pd["p99"]["seeds"]["2"]["goodput"] == pytest.approx(2.0 + 0.5 / 0.7 * 2.0)
+    assert pd["distserve"]["seeds"]["1"]["rates"] == 3  # the skipped rate is not a rate measured
 
 
-def test_table_and_plot(tmp_path):
-    results = {"runs": RUNS, "schedulers": schedulers(RUNS), "slo": {"ttft_ms": 500.0, "tpot_ms": 40.0},
-               "model": {"layers": 4}, "device": {"name": "test GPU"}}
+def test_comparison_ratios_and_ties():
+    fams = schedulers(RUNS, [1, 2])
+    c = comparison(fams)
+    d = c["distserve"]
+    assert d["best_green"] == "pd-overlap" and d["config"] == "spf"
+    assert d["over_chunked"]["ratio"] == pytest.approx(fams["pd-overlap"]["distserve"]["mean"]
+                                                       / fams["chunked"]["distserve"]["mean"])
+    assert d["over_chunked"]["verdict"] == "green wins" and d["over_streams"]["verdict"] == "green wins"
+    p = c["p99"]
+    assert p["over_chunked"]["ratio"] is None and p["over_chunked"]["verdict"] == "green wins"
+    # A gap within the seeds' spread is a tie.
+    close = [entry(STREAMS, seed, rate, summary(a)) for seed, rate, a in
+             ((1, 2.0, 1.0), (1, 6.0, 0.8), (2, 2.0, 1.0), (2, 6.0, 0.85))]
+    fams = schedulers(RUNS[6:13] + close, [1, 2])
+    assert comparison(fams)["distserve"]["over_streams"]["verdict"] == "tie"
+    assert comparison(schedulers(RUNS[:6], [1, 2])) == {}
+
+
+def test_tables_and_plots(tmp_path):
+    results = {"runs": RUNS, "seeds": [1, 2], "schedulers": schedulers(RUNS, [1, 2]), "workload": "today",
+               "slo": {"ttft_ms": 500.0, "tpot_ms": 40.0}, "model": {"layers": 4}, "device": {"name": "test GPU"}}
     text = table(results)
-    assert "| split policy | split policy | 4.21 | interpolated |" in text
-    assert "| split policy | split policy | 8.00 | skipped |" in text
-    assert "| chunked prefill | budget 512 | 2.00 | 95.0% | 100/300 | 20/30 | 15/30 | 99.5% | 1234 | 0 |" in text
+    assert "| two-SLO policy, overlapped layouts | distserve | spf | 4.21 | 4.00 | 4.11 | 0.21 |" in text
+    assert "| two-SLO policy, overlapped layouts | spf | 1 | 8.00 | skipped |" in text
+    assert "| chunked prefill | budget 512, fcfs | 1 | 2.00 | 95.0% | 0.80 | 100/300 | 20/30 | 15/25 | 99.5% | 0 |" in text
     pytest.importorskip("matplotlib")
-    path = tmp_path / "attainment.png"
-    assert plot(results, str(path)) == str(path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for metric in ("distserve", "p99"):
+        path = tmp_path / f"{metric}.png"
+        assert plot(results, str(path), metric) == str(path)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

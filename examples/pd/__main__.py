@@ -1,47 +1,36 @@
-"""Prefill and decode of an LLM-shaped engine on one GPU: four schedulers, one trace, goodput.
+"""Prefill and decode of an LLM-shaped engine on one GPU: schedulers on one trace, goodput under
+two metrics.
 
 Run from the repository root (needs a CUDA GPU; nothing is downloaded):
 
-    python -m examples.pd --quick          # smoke run: 4 layers, 20 short requests, 2 rates
-    python -m examples.pd                  # the sweep: 32 layers, 80 requests per run, 4 rates
-    python -m examples.pd --layers 16 --rates 4,6,8 --schedulers chunked,policy
+    python -m examples.pd --quick          # smoke run: 4 layers, short runs, 2 rates, one seed
+    python -m examples.pd                  # the sweep: 32 layers, both seeds, both metrics
+    python -m examples.pd --layers 16 --rates 4,8,12 --schedulers chunked,pd-overlap --admission spf
 
 The engine is Llama-3-8B-shaped (hidden 4096, 32 query and 8 KV heads of 128, SwiGLU 14336,
 RMSNorm, rotary; random bf16 weights) with a KV cache of preallocated slots. A seeded trace of
-Poisson arrivals (prompts 256-4096 tokens, outputs 32-512, log-normal) is replayed in real time
-by each scheduler, with the same KV slots, FCFS admission, SLOs and a host that waits for
-every decode step:
+Poisson arrivals (--workload: today, chat or long-prompt) is replayed in real time by each
+scheduler, with the same KV slots, admission order, SLOs and a host that waits for every decode
+step:
 
-  chunked  chunked prefill as vLLM and SGLang run it by default: each iteration is one forward
-           pass over every decoding request's token and prompt chunks up to a token budget
-           (--budgets; the best budget is reported). Decode-only iterations replay CUDA graphs;
-           mixed iterations run eagerly, as vLLM's do outside its piecewise graphs.
-  streams  decode (graphed, highest priority) and prefill on two plain streams.
-  static   one split from a Layouts, never switched: decode on k SMs, prefill on the rest; k
-           from the profile (the smallest count meeting the TPOT SLO at the largest decode
-           bucket reached in the runs that met the SLOs, and its neighbours; the best is
-           reported).
-  policy   SplitPolicy over Layouts: the split is picked per decode step from the profile,
-           per-role ordering, a Layouts.handoff() per request from its prefill to its first
-           decode step.
+  chunked         chunked prefill as vLLM and SGLang run it by default: each iteration is one
+                  forward pass over every decoding request's token and prompt chunks up to a token
+                  budget (--budgets; the best per metric is reported). Decode-only iterations
+                  replay CUDA graphs; mixed iterations run eagerly.
+  streams         decode (graphed, highest priority) and prefill on two plain streams.
+  static          one disjoint split, never switched; candidates from both SLOs and neighbours.
+  static-overlap  one overlapped layout (each side a floor of SMs, the rest shared), never switched.
+  pd              PrefillDecodePolicy over disjoint layouts: a layout per decode step from the
+                  step's batch and context, the waiting prompt tokens and both SLOs' slack.
+  pd-overlap      PrefillDecodePolicy over overlapped layouts and the two whole-GPU ends.
+  policy          SplitPolicy (TPOT only) over the disjoint layouts (not run by default).
 
-For the last three, prefill runs in pieces (a batch of up to --chunk prompt tokens through
---piece-layers layers) on the batch stream, at most --prefill-depth queued and tracked with
-events, while the host launches decode steps (CUDA graphs per batch bucket and lane) on the
-latency stream.
-
-SLO defaults (relative to measurements made at start-up, so that they scale with --layers and
-the device): TPOT SLO = 5 x the reference decode step (32 requests at --context tokens each,
-graph replay, alone on the whole GPU), the "strict" TBT SLO of Sarathi-Serve (OSDI'24); TTFT
-SLO = 5 x the prefill of one --max-prompt prompt alone on the whole GPU, so that a request
-queued behind a few long prompts still meets it. --ttft-slo-ms/--tpot-slo-ms set them in ms.
-
-Figures per scheduler and arrival rate: TTFT and TPOT p50/p99, decode-step latency (launch to
-tokens on the host) and the share of steps within the TPOT SLO, output tokens/s, SLO
-attainment (requests meeting both SLOs; unfinished ones at the cut-off are misses) and goodput
-(the highest rate with >= 90% attainment, interpolated linearly between the highest measured
-rate reaching 90% and the next measured rate). Writes results.json, attainment.png,
-profile.json and profile.png to --out; prints a Markdown table. See examples/pd/README.md.
+Admission (--admission): first come first served, and shortest prompt first with aging; each
+scheduler is reported at its better order. Goodput: DistServe's (the highest rate at which 90% of
+requests meet both SLOs) and the P99 one (the highest rate at which the P99 of TTFT and the P99
+of the time between tokens are within the SLOs). Rates: a coarse pass, then rates around each
+scheduler's knee; every seed of --seeds. Writes results.json first, then the plots (matplotlib,
+optional), to --out; prints Markdown tables. See examples/pd/README.md.
 """
 
 from __future__ import annotations
@@ -50,18 +39,19 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 from . import cli
-from .estimates import Costs, capacity, expected_run_s, rates_from, run_cap, setup_estimate_s
-from .loops import LoopSettings, run_chunked, run_overlap
-from .metrics import TARGET_ATTAINMENT, Slo, summarize
-from .planning import (ModelShape, PrefillCursor, bucket_list, bucket_reached, kv_cache_bytes, layout_counts,
-                       static_candidates)
-from .report import NAMES, comparison, plot, run_entry, schedulers, table
-from .workload import Lengths, describe, make_trace
+from .estimates import capacity, expected_run_s, rates_from, run_cap
+from .metrics import METRICS
+from .planning import ModelShape, bucket_list, kv_cache_bytes, layout_counts
+from .report import comparison, plot, schedulers, table
+from .search import Config, OutOfTime, Sweep, reusable
+from .workload import describe
 
 GB = 1e9
+RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
+SAME_SETTINGS_EXCEPT = ("resume", "time_budget_s", "out", "quiet", "profile", "layout_profile", "rates")
 
 
 class Progress:
@@ -79,8 +69,33 @@ class Progress:
             print("\r\033[K" + text, end="", file=sys.stderr, flush=True)
 
 
+def slots_for(s: cli.Settings, free: int, shape: ModelShape) -> int:
+    """--max-slots, or as many slots as 85% of the free memory holds beside the weights and a
+    reserve (at most 96, and below the smallest chunked budget)."""
+    if s.max_slots is not None:
+        return s.max_slots
+    room = 0.85 * free - shape.weight_bytes() - RESERVE_BYTES
+    fits = int(room // kv_cache_bytes(shape, 1, s.max_len)) - 1
+    limit = min(s.budgets) - 1 if "chunked" in s.schedulers else 96
+    return max(0, min(96, fits, limit))
+
+
+def load_resume(s: cli.Settings) -> dict[tuple[str, str, int, float], dict[str, Any]]:
+    if not s.resume:
+        return {}
+    with open(s.resume) as f:
+        earlier = json.load(f)
+    mine = {k: v for k, v in cli.settings_dict(s).items() if k not in SAME_SETTINGS_EXCEPT}
+    theirs = {k: v for k, v in earlier.get("settings", {}).items() if k not in SAME_SETTINGS_EXCEPT}
+    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if differ:
+        raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
+    return reusable(earlier.get("runs", []))
+
+
 def main(argv: list[str] | None = None) -> int:
     s = cli.parse(argv, __doc__)
+    done = load_resume(s)
     import torch
 
     if not torch.cuda.is_available():
@@ -89,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch_green_contexts as tgc
     from torch_green_contexts import sizing
 
-    from .engine import Engine, RealClock
-    from .lanes import ChunkedRunner, OverlapRunner, PlainLanes, PolicyLanes, StaticLanes, layout_lane
+    from .bench import Bench, dump, lengths_of, trace_for
+    from .engine import Engine
     from .model import Model, check_attention
 
     began, say = time.perf_counter(), Progress(s.quiet)
@@ -99,28 +114,29 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.set_device(s.device)
     props = torch.cuda.get_device_properties(s.device)
     total = props.multi_processor_count
-    shape, buckets = ModelShape(layers=s.layers), bucket_list(s.buckets, s.max_slots)
-    kv_bytes, weight_bytes = kv_cache_bytes(shape, s.max_slots, s.max_len), shape.weight_bytes()
+    shape = ModelShape(layers=s.layers)
     free = torch.cuda.mem_get_info(s.device)[0]
-    if slept is not None:
-        say(f"host: a sleep of {s.poll_us:g} us between looks at the device takes {slept:.0f} us (median)")
+    slots = slots_for(s, free, shape)
+    kv_bytes, weight_bytes = kv_cache_bytes(shape, slots, s.max_len), shape.weight_bytes()
     say(f"model: {s.layers} layers, weights {weight_bytes / GB:.1f} GB; KV cache {kv_bytes / GB:.1f} GB "
-        f"({s.max_slots} slots + 1 scratch x {s.max_len} tokens x {shape.kv_bytes_per_token() // 1024} KiB); "
+        f"({slots} slots + 1 scratch x {s.max_len} tokens x {shape.kv_bytes_per_token() // 1024} KiB); "
         f"{free / GB:.0f} GB free")
-    if kv_bytes + weight_bytes > 0.85 * free:
-        print("the weights and KV cache need more than 85% of the free GPU memory: lower --max-slots, "
-              "--max-prompt or --max-output", file=sys.stderr)
+    if slots < 1 or kv_bytes + weight_bytes + RESERVE_BYTES > 0.85 * free:
+        need = (weight_bytes + kv_cache_bytes(shape, 1, s.max_len) + RESERVE_BYTES) / 0.85 / GB
+        print(f"the weights, a KV cache of {max(slots, 1)} slots and a {RESERVE_BYTES / GB:.0f} GB reserve need more "
+              f"than 85% of the {free / GB:.0f} GB free (one slot needs {need:.0f} GB free): lower --layers, "
+              "--max-slots, --max-prompt or --max-output", file=sys.stderr)
         return 2
-    model = Model(shape, slots=s.max_slots, max_len=s.max_len, device=f"cuda:{s.device}",
-                  attention=s.attention, seed=s.seed)
+    buckets = bucket_list(s.buckets, slots)
+    model = Model(shape, slots=slots, max_len=s.max_len, device=f"cuda:{s.device}", attention=s.attention,
+                  seed=s.seeds[0])
     driver = tgc.driver_version()
     results: dict[str, Any] = {
-        "settings": {k: v for k, v in vars(s).items()},
-        "host_sleep_us": slept,
+        "settings": cli.settings_dict(s), "workload": s.workload, "seeds": list(s.seeds), "host_sleep_us": slept,
         "device": {"name": props.name, "sm_count": total, "torch": torch.__version__,
                    "driver": f"{driver // 1000}.{driver % 1000 // 10}"},
         "model": {"layers": s.layers, "weights_gb": weight_bytes / GB, "kv_cache_gb": kv_bytes / GB,
-                  "slots": s.max_slots, "max_len": s.max_len, "buckets": buckets, "attention": s.attention},
+                  "slots": slots, "max_len": s.max_len, "buckets": buckets, "attention": s.attention},
     }
     if s.attention == "flash":
         try:
@@ -128,117 +144,79 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as error:
             print(error, file=sys.stderr)
             return 1
+    counts: list[int] = []
+    if set(s.schedulers) & set(cli.SPLITS):
+        wanted = (s.layout_counts if s.layout_counts is not None else cli.DEFAULT_COUNTS) + (total,)
+        counts, dropped = layout_counts(wanted, sizing.available_counts(s.device), total)
+        if dropped:
+            say(f"the device cannot split off exactly {dropped} SMs: left out")
     engine = Engine(model, buckets)
-    plain = PlainLanes(s.device)
-    engine.capture(plain.lane)
-    costs = engine.measure_costs(plain.lane, min(32, s.max_slots), s.context, s.max_prompt, s.chunk)
-    slo = Slo(ttft=s.ttft_slo_ms / 1e3 if s.ttft_slo_ms else s.ttft_slo_x * costs.prefill_s,
-              tpot=s.tpot_slo_ms / 1e3 if s.tpot_slo_ms else s.tpot_slo_x * costs.decode_step_s)
-    prompts = Lengths(s.min_prompt, s.max_prompt, s.prompt_median, s.prompt_sigma)
-    outputs = Lengths(s.min_output, s.max_output, s.output_median, s.output_sigma)
-
-    def trace_at(rate: float) -> list[Any]:
-        return make_trace(s.requests, rate, seed=s.seed, prompts=prompts, outputs=outputs)
-
-    capacity_rps = capacity(trace_at(1.0), costs)
-    rates = sorted(s.rates) if s.rates else rates_from(capacity_rps, s.load_fractions)
+    bench = Bench(s, engine, total, counts)
+    costs, slo = bench.costs, bench.slo
+    capacity_rps = capacity(lengths_of(s, s.seeds[0]), costs)
+    coarse = sorted(s.rates) if s.rates else rates_from(capacity_rps, s.load_fractions)
     results.update(costs={"decode_step_ms": costs.decode_step_s * 1e3, "decode_batch": costs.decode_batch,
                           "context": s.context, "prefill_ms": costs.prefill_s * 1e3, "prefill_tokens": s.max_prompt},
                    slo={"ttft_ms": slo.ttft * 1e3, "tpot_ms": slo.tpot * 1e3,
                         "ttft_from": "--ttft-slo-ms" if s.ttft_slo_ms else f"{s.ttft_slo_x:g} x prefill_ms",
                         "tpot_from": "--tpot-slo-ms" if s.tpot_slo_ms else f"{s.tpot_slo_x:g} x decode_step_ms"},
-                   capacity_rps=capacity_rps, rates=rates, trace=describe(trace_at(1.0)), runs=[])
+                   capacity_rps=capacity_rps, coarse_rates=coarse,
+                   traces={str(seed): describe(lengths_of(s, seed)) for seed in s.seeds}, runs=[])
     say(f"reference: decode step of {costs.decode_batch} x {s.context} tokens {costs.decode_step_s * 1e3:.2f} ms, "
         f"prefill of {s.max_prompt} tokens {costs.prefill_s * 1e3:.1f} ms; SLOs: TTFT {slo.ttft * 1e3:.0f} ms, "
-        f"TPOT {slo.tpot * 1e3:.1f} ms; capacity ~{capacity_rps:.2f} req/s; rates {', '.join(f'{r:.3g}' for r in rates)}")
-
-    splits = "static" in s.schedulers or "policy" in s.schedulers
-    counts: list[int] = []
-    if splits:
-        wanted = (s.layout_counts if s.layout_counts is not None else cli.DEFAULT_COUNTS) + (total,)
-        counts, dropped = layout_counts(wanted, sizing.available_counts(s.device), total)
-        if dropped:
-            say(f"the device cannot split off exactly {dropped} SMs: left out")
-    n_configs = len(s.budgets) * ("chunked" in s.schedulers) + ("streams" in s.schedulers) \
-        + ("policy" in s.schedulers) + s.static_candidates * ("static" in s.schedulers)
-    run_s = sum(expected_run_s(trace_at(r), costs, s.duration_cap_s or run_cap(trace_at(r), slo)) for r in rates)
-    cap_s = sum(s.duration_cap_s or run_cap(trace_at(r), slo) for r in rates)
-    measured = [k for k in counts if k > 0] if splits and not s.profile else []
-    setup = setup_estimate_s(costs, len(counts) * len(buckets), 2 * len(measured) * len(buckets) * s.profile_rounds,
-                             s.profile_samples + 2)
-    say(f"estimate: {n_configs} configurations x {len(rates)} rates, about {n_configs * run_s / 60:.1f} min "
-        f"(at most {n_configs * cap_s / 60:.1f} min if every run hit its cap) after ~{setup:.0f} s of set-up")
-
-    layouts = policy = profile = None
+        f"TPOT {slo.tpot * 1e3:.1f} ms; capacity ~{capacity_rps:.2f} req/s; coarse rates "
+        f"{', '.join(f'{r:.3g}' for r in coarse)}")
+    say(estimate(s, coarse, costs, slo, trace_for))
+    out = os.path.join(s.out, "results.json")
     try:
-        if splits:
-            from torch_green_contexts.layouts import Layouts
-            from torch_green_contexts.policy import SplitPolicy
-
-            if s.profile:
-                with open(s.profile) as f:
-                    profile = sizing.LatencyProfile.from_json(f.read())
-            else:
-                profile = sizing.profile(engine.profile_steps(s.context), buckets,
-                                         load=engine.load_piece(s.chunk, s.piece_layers), counts=measured,
-                                         rounds=s.profile_rounds, samples=s.profile_samples, graph=True,
-                                         progress=not s.quiet, device_id=s.device, seed=s.seed)
-            with open(os.path.join(s.out, "profile.json"), "w") as f:
-                f.write(profile.to_json())
-            profile.plot(os.path.join(s.out, "profile.png"), deadline_us=slo.tpot * 1e6)
-            print(profile.table())
-            high = torch.cuda.Stream.priority_range()[1]  # type: ignore[call-arg]
-            layouts = Layouts(counts, device_id=s.device, latency_priority=high, ordering="per_role")
-            for k in layouts.counts:
-                engine.capture(layout_lane(layouts[k]))
-            policy = SplitPolicy(profile, layouts, slo_us=slo.tpot * 1e6, percentile=99, ordering="per_role",
-                                 headroom=s.policy_headroom)
-            results["layout_counts"] = list(layouts.counts)
-        policy_lanes = PolicyLanes(policy, layouts) if policy is not None else None
+        if "policy" in s.schedulers:
+            bench.make_split_policy()
+        results.update(bench.profile_layouts())
         results["setup_s"] = time.perf_counter() - began
 
-        def run_one(scheduler: str, param: Any, rate: float) -> dict[str, Any]:
-            trace = trace_at(rate)
-            cap = s.duration_cap_s or run_cap(trace, slo)
-            settings = LoopSettings(s.max_slots, buckets, cap, s.poll_us * 1e-6, progress=lambda done, n, t: say.live(
-                f"  {done}/{n} requests finished, {t:.0f} s of at most {cap:.0f} s"))
-            engine.reset()
-            if scheduler == "chunked":
-                engine.warm_up([plain.lane], s.chunk, s.piece_layers)
-                log = run_chunked(trace, ChunkedRunner(engine, plain.lane), param, settings, RealClock())
-            else:
-                lanes: Any = plain if scheduler == "streams" else policy_lanes if scheduler == "policy" \
-                    else StaticLanes(layouts, param)
-                engine.warm_up(lanes.all(), s.chunk, s.piece_layers)
-                cursor = PrefillCursor(s.chunk, s.layers, s.piece_layers)
-                log = run_overlap(trace, OverlapRunner(engine, lanes), cursor, s.prefill_depth, settings, RealClock())
-            engine.reset()
-            return summarize(log, slo)
+        def run(config: Config, seed: int, rate: float) -> dict[str, Any]:
+            return bench.run(config, seed, rate, progress=lambda n_done, n, t: say.live(
+                f"  {n_done}/{n} requests finished, {t:.0f} s"))
 
-        configs: list[tuple[str, str, Any]] = [("chunked", f"budget {b}", b) for b in s.budgets
-                                                if "chunked" in s.schedulers]
-        configs += [("policy", NAMES["policy"], None)] if "policy" in s.schedulers else []
-        done_runs = [0]
-        sweep(configs, rates, s, results, run_one, say, began, done_runs, n_configs * len(rates))
-        if "static" in s.schedulers:
-            reached = bucket_reached((r["summary"] for r in results["runs"] if not r["skipped"]),
-                                     TARGET_ATTAINMENT, buckets[-1])
-            candidates = static_candidates(lambda p, k: profiled(profile, p, k), counts, total, reached,
-                                           slo.tpot * 1e6, s.static_candidates)
-            results["static_candidates"] = {"bucket": reached, "counts": candidates}
-            sweep([("static", f"{k} SMs", k) for k in candidates], rates, s, results, run_one, say, began,
-                  done_runs, n_configs * len(rates))
-        if "streams" in s.schedulers:  # the weakest baseline last, should a time limit cut the sweep
-            sweep([("streams", NAMES["streams"], None)], rates, s, results, run_one, say, began, done_runs,
-                  n_configs * len(rates))
+        def on_run(record: dict[str, Any]) -> None:
+            summary = record["summary"]
+            if summary is not None:
+                say(f"[{len(results['runs'])}] {record['scheduler']}, {record['config']}, seed {record['seed']} @ "
+                    f"{record['rate']:.3g} req/s: attainment {summary['attainment']:.0%}, P99 margin "
+                    f"{summary['p99_margin']:.2f} (TTFT p99 {summary['p99_ttft_ms'] or float('inf'):.0f} ms, ITL p99 "
+                    f"{summary['itl_ms']['p99'] or 0:.1f} ms) ({(time.perf_counter() - began) / 60:.1f} min)")
+            dump(results, out)
+
+        deadline = time.monotonic() + s.time_budget_s - (time.perf_counter() - began) if s.time_budget_s else float("inf")
+        sweep = Sweep(run, coarse, s.seeds, s.stop_below, s.min_rates, s.max_rates, deadline=deadline,
+                      run_s=expected_run_s(trace_for(s, coarse[-1], s.seeds[0]), costs,
+                                           run_cap(trace_for(s, coarse[-1], s.seeds[0]), slo)),
+                      done=done, on_run=on_run)
+        sweep.runs = results["runs"]
+        results["chosen"] = {}
+        try:
+            for name in ("chunked", "streams", "pd", "pd-overlap", "policy", "static", "static-overlap"):
+                if name not in s.schedulers:
+                    continue
+                first = s.admission[0]
+                if name.startswith("static"):
+                    configs, why = bench.static_configs(name, results["runs"], first)
+                    results[f"{name}_candidates"] = why
+                elif name == "chunked":
+                    configs = [Config(name, f"budget {b}", b, first) for b in s.budgets]
+                else:
+                    configs = [Config(name, "", None, first)]
+                chosen = sweep.family(configs, s.admission[1:])
+                results["chosen"][name] = [c.name for c in chosen]
+                dump(results, out)
+            results["incomplete"] = None
+        except OutOfTime as stop:
+            results["incomplete"] = f"the time budget ran out before {stop}"
+            say(f"time budget reached: {results['incomplete']}; --resume {out} continues")
     finally:
-        engine.drop_graphs()
-        if layouts is not None:
-            layouts.close()
+        bench.close()
     finish(results, s, began)
     return 0
-
-
 def host_sleep_us(poll_us: float) -> float | None:
     """How long ``time.sleep(poll_us)`` takes here (median of 50; None when the host spins):
     the host notices a finished step up to this much late."""
@@ -252,50 +230,36 @@ def host_sleep_us(poll_us: float) -> float | None:
     return sorted(times)[25] * 1e6
 
 
-def profiled(profile: Any, p: int, k: int) -> float | None:
-    """The profile's p99 decode latency beside prefill (us) at bucket ``p`` on ``k`` SMs;
-    None where it has none (a count it did not measure, or a bucket above its largest)."""
-    try:
-        latency: float | None = profile.latency(p, k, percentile=99, under_load=True)
-    except (KeyError, ValueError):
-        return None
-    return latency
-
-
-def sweep(configs: list[tuple[str, str, Any]], rates: list[float], s: cli.Settings, results: dict[str, Any],
-          run_one: Callable[[str, Any, float], dict[str, Any]], say: Progress, began: float,
-          done_runs: list[int], n_runs: int) -> None:
-    """Each configuration at each rate, ascending; once a run's attainment falls below
-    --stop-below, the configuration's higher rates are skipped (recorded as skipped)."""
-    for scheduler, label, param in configs:
-        stopped = False
-        for rate in rates:
-            done_runs[0] += 1
-            if stopped:
-                results["runs"].append(run_entry(scheduler, label, rate, None))
-                continue
-            start = time.perf_counter()
-            summary = run_one(scheduler, param, rate)
-            results["runs"].append(run_entry(scheduler, label, rate, summary))
-            stopped = summary["attainment"] < s.stop_below
-            within = summary["steps_within_tpot"]
-            say(f"[{done_runs[0]}/{n_runs}] {NAMES[scheduler]}, {label} @ {rate:.3g} req/s: attainment "
-                f"{summary['attainment']:.0%}, TTFT p99 {summary['ttft_ms']['p99'] or 0:.0f} ms, TPOT p99 "
-                f"{summary['tpot_ms']['p99'] or 0:.1f} ms, steps within TPOT "
-                f"{'-' if within is None else f'{within:.1%}'}, {time.perf_counter() - start:.1f} s "
-                f"(total {(time.perf_counter() - began) / 60:.1f} min)")
-            with open(os.path.join(s.out, "results.json"), "w") as f:
-                json.dump(results, f, indent=1)
+def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any, trace_for: Any) -> str:
+    """What the sweep is expected to cost, printed before it starts."""
+    per_run = [expected_run_s(trace_for(s, r, s.seeds[0]), costs, s.duration_cap_s or run_cap(
+        trace_for(s, r, s.seeds[0]), slo)) for r in coarse]
+    families = [n for n in s.schedulers]
+    configs = sum(len(s.budgets) if n == "chunked" else s.static_candidates if n.startswith("static") else 1
+                  for n in families) + 2 * (len(s.admission) - 1) * len(families)
+    coarse_s = configs * sum(per_run)
+    refine_s = len(families) * 2 * (s.min_rates * len(s.seeds) - len(coarse)) * max(per_run)
+    return (f"estimate: coarse pass {configs} configurations x {len(coarse)} rates, about {coarse_s / 60:.0f} min; "
+            f"knees and {len(s.seeds) - 1} more seed(s) up to about {max(0.0, refine_s) / 60:.0f} min more "
+            f"(runs above a configuration's knee are skipped, so less)")
 
 
 def finish(results: dict[str, Any], s: cli.Settings, began: float) -> None:
-    results["schedulers"] = schedulers(results["runs"])
-    results["comparison"] = comparison(results["runs"], results["schedulers"])
+    """Goodput and comparisons into the results file (written before anything optional), then
+    the plots, then the tables."""
+    results["schedulers"] = schedulers(results["runs"], s.seeds)
+    results["comparison"] = comparison(results["schedulers"])
     results["elapsed_s"] = time.perf_counter() - began
-    with open(os.path.join(s.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    from .bench import dump
+
+    dump(results, os.path.join(s.out, "results.json"))
     if results["schedulers"]:
-        plot(results, os.path.join(s.out, "attainment.png"))
+        try:
+            for metric in METRICS:
+                plot(results, os.path.join(s.out, f"goodput-{metric}.png"), metric)
+        except ImportError:
+            print("no plots: matplotlib is not installed (pip install matplotlib); results.json has every figure",
+                  file=sys.stderr)
     print(table(results))
     print(json.dumps(results["comparison"], indent=1))
     print(f"results in {s.out}/ ({results['elapsed_s'] / 60:.1f} min)")

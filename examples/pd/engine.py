@@ -225,6 +225,27 @@ class Engine:
         torch.cuda.synchronize(self.model.device)
         return lambda p: functools.partial(self.decode_body, p)
 
+    def layout_steps(self) -> Callable[[int, int], Callable[[], None]]:
+        """``make_step`` for ``sizing.profile_layouts``: the decode step of ``batch`` requests
+        holding ``context_tokens`` in all (spread evenly over slots 0..batch-1). Each step writes
+        its own rows into the static inputs first, so that its graph replays them."""
+        m = self.model
+
+        def make(batch: int, context_tokens: int) -> Callable[[], None]:
+            if batch > self.buckets[-1]:
+                raise ValueError(f"a profile point of {batch} requests exceeds the largest bucket, {self.buckets[-1]}")
+            each = max(1, min(m.max_len - 1, context_tokens // batch))
+            rows = torch.tensor([[i % m.slots for i in range(batch)], [each] * batch], dtype=torch.int64,
+                                device=m.device)
+
+            def step() -> None:
+                self.meta[:, :batch].copy_(rows)
+                self.decode_body(batch)
+
+            return step
+
+        return make
+
     def warm_up(self, lanes: Sequence[Lane], tokens: int, layers: int) -> None:
         """Before a timed run: a decode replay of the largest bucket and a prefill piece on
         every lane it may use, then wait for them."""

@@ -3,10 +3,14 @@ the loops (loops.py) an engine.
 
 - :class:`PlainLanes` (two plain streams): two ``torch.cuda.Stream`` of the whole GPU, the
   decode one at the highest priority; a request's prefill end is an event the host queries.
-- :class:`StaticLanes` (a static split): one layout of a ``Layouts``, never switched.
+- :class:`StaticLanes` (a static split): one layout of a ``Layouts``, disjoint or overlapped,
+  never switched.
 - :class:`PolicyLanes` (the split policy): the layout ``SplitPolicy.step`` picks for each
   decode step's bucket; while nothing decodes, the layout ``SplitPolicy.choose(0)`` names
   (all SMs to prefill when the layouts have one of 0 SMs).
+- :class:`TwoSloLanes` (the two-SLO policy): the layout ``PrefillDecodePolicy.step`` picks from
+  the step's batch, context tokens, waiting prompt tokens and the requests' slacks; while
+  nothing decodes, the one it gives prefill.
 
 Static and policy lanes mark a request's prefill end with ``Layouts.handoff()`` (recorded on
 the active layout's batch stream right after the request's last prefill piece); its first
@@ -20,13 +24,20 @@ from typing import Any, Sequence
 import torch
 
 from .engine import Engine, EventMarker, EventPending, HandoffMarker, Lane
-from .loops import Marker
+from .loops import Marker, StepState
 from .planning import ChunkedPlan, Piece
 
 
-def layout_lane(layout: Any) -> Lane:
-    """The lane of one ``Layout``, named by its latency side's SM count."""
-    return Lane(str(layout.sm_count), layout.latency_stream, layout.batch_stream)
+def key_label(key: Any) -> str:
+    """A layout key as the results name it: ``16`` (latency SMs of a disjoint layout) or
+    ``16/64`` (the floors of an overlapped one)."""
+    return f"{key[0]}/{key[1]}" if isinstance(key, tuple) else str(key)
+
+
+def layout_lane(layout: Any, prefix: str = "") -> Lane:
+    """The lane of one ``Layout``, named by ``prefix`` and its key (lanes of two ``Layouts``
+    need different prefixes: each lane has its own graphs)."""
+    return Lane(prefix + key_label(layout.key), layout.latency_stream, layout.batch_stream)
 
 
 class PlainLanes:
@@ -40,7 +51,7 @@ class PlainLanes:
     def all(self) -> list[Lane]:
         return [self.lane]
 
-    def decode_lane(self, bucket: int) -> Lane:
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
         return self.lane
 
     def idle_lane(self) -> Lane:
@@ -54,17 +65,18 @@ class PlainLanes:
 
 
 class StaticLanes:
-    """Layout ``k`` of ``layouts`` for every step: decode on its ``k`` SMs, prefill on the rest."""
+    """Layout ``key`` of ``layouts`` for every step: decode on its latency side, prefill on its
+    batch side."""
 
-    def __init__(self, layouts: Any, k: int) -> None:
-        self.layouts, self.k = layouts, k
-        self.lane = layout_lane(layouts[k])
+    def __init__(self, layouts: Any, key: Any, prefix: str = "") -> None:
+        self.layouts, self.key = layouts, key
+        self.lane = layout_lane(layouts[key], prefix)
 
     def all(self) -> list[Lane]:
         return [self.lane]
 
-    def decode_lane(self, bucket: int) -> Lane:
-        self.layouts.switch(self.k)
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
+        self.layouts.switch(self.key)
         return self.lane
 
     def idle_lane(self) -> Lane:
@@ -80,15 +92,15 @@ class StaticLanes:
 class PolicyLanes:
     """The layout ``policy`` picks per decode step; ``policy.done()`` after each launch."""
 
-    def __init__(self, policy: Any, layouts: Any) -> None:
+    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
         self.policy, self.layouts = policy, layouts
-        self.lanes = {k: layout_lane(layouts[k]) for k in layouts.counts}
+        self.lanes = {k: layout_lane(layouts[k], prefix) for k in layouts.counts}
         self._by_sms = {int(layouts[k].sm_count): self.lanes[k] for k in layouts.counts}
 
     def all(self) -> list[Lane]:
         return list(self.lanes.values())
 
-    def decode_lane(self, bucket: int) -> Lane:
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
         return self._by_sms[int(self.policy.step(bucket).sm_count)]
 
     def idle_lane(self) -> Lane:
@@ -103,14 +115,49 @@ class PolicyLanes:
         return HandoffMarker(self.layouts.handoff())
 
 
+def _finite_us(seconds: float | None) -> float | None:
+    if seconds is None:
+        return None
+    return max(-1e12, min(1e12, seconds * 1e6))
+
+
+class TwoSloLanes:
+    """The layout ``policy`` (a ``PrefillDecodePolicy`` over ``layouts``) picks per step."""
+
+    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
+        self.policy, self.layouts = policy, layouts
+        self.lanes = {k: layout_lane(layouts[k], prefix) for k in layouts.keys}
+
+    def all(self) -> list[Lane]:
+        return list(self.lanes.values())
+
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
+        if state is None:
+            state = StepState(bucket, 0, 0, 0.0, None)
+        layout = self.policy.step(bucket, state.context_tokens, prefill_tokens=state.prefill_tokens,
+                                  tpot_slack_us=_finite_us(state.tpot_slack_s), ttft_slack_us=_finite_us(state.ttft_slack_s))
+        return self.lanes[layout.key]
+
+    def idle_lane(self) -> Lane:
+        key = self.policy.choose(0)
+        self.layouts.switch(key)
+        return self.lanes[key]
+
+    def launched(self) -> None:
+        self.policy.done()
+
+    def marker(self, lane: Lane) -> Marker:
+        return HandoffMarker(self.layouts.handoff())
+
+
 class OverlapRunner:
     """The loops' ``OverlapEngine``: ``engine``'s work on the lanes of ``lanes``."""
 
     def __init__(self, engine: Engine, lanes: Any) -> None:
         self.engine, self.lanes = engine, lanes
 
-    def decode_lane(self, bucket: int) -> Lane:
-        lane: Lane = self.lanes.decode_lane(bucket)
+    def decode_lane(self, bucket: int, state: StepState) -> Lane:
+        lane: Lane = self.lanes.decode_lane(bucket, state)
         return lane
 
     def idle_lane(self) -> Lane:

@@ -2,9 +2,10 @@
 (tests/test_pd_loops.py) can run them without a GPU. engine.py has the GPU implementations.
 
 Both loops replay the trace in real time (a request arrives when ``clock.now() - start`` passes
-its arrival), admit requests first come, first served into a fixed number of KV slots, and
-wait for every decode step as a server does to read its sampled tokens (polling, the same way
-in both loops). When nothing can run they sleep until the next arrival.
+its arrival), admit requests in the settings' order (admission.py) into a fixed number of KV
+slots and prefill them in that order, and wait for every decode step as a server does to read
+its sampled tokens (polling, the same way in both loops). When nothing can run they sleep until
+the next arrival.
 
 - :func:`run_chunked` (chunked prefill, as vLLM and SGLang run it): each iteration is one
   forward pass of every decoding request's token and prompt chunks up to a token budget.
@@ -17,11 +18,11 @@ in both loops). When nothing can run they sleep until the next arrival.
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from typing import Any, Callable, Protocol, Sequence
 
-from .metrics import RequestRecord, RunLog, StepRecord
-from .planning import Admission, ChunkedPlan, Live, Piece, PrefillCursor, bucket_for, compose_chunked
+from .admission import FCFS, Admission, Live, Order, PrefillQueue
+from .metrics import RequestRecord, RunLog, Slo, StepRecord
+from .planning import ChunkedPlan, Piece, PrefillCursor, bucket_for, compose_chunked
 from .workload import Request
 
 
@@ -47,11 +48,26 @@ class ChunkedEngine(Protocol):
         """Launch one iteration: a decode-only one replays the graph of ``bucket`` rows."""
 
 
+@dataclasses.dataclass(frozen=True)
+class StepState:
+    """What a layout choice may look at before a decode step: the step's rows (``bucket``,
+    padded) and the context tokens its requests hold; prompt tokens waiting for prefill; the
+    smallest TPOT slack of the decoding requests (their token budget at the TPOT SLO so far less
+    the time taken) and the smallest TTFT slack of the requests without a first token (None:
+    none waiting), in seconds."""
+
+    bucket: int
+    context_tokens: int
+    prefill_tokens: int
+    tpot_slack_s: float
+    ttft_slack_s: float | None
+
+
 class OverlapEngine(Protocol):
     """The overlapping schedulers' device; a lane is whatever it returns (its ``key`` names
     it in the step records)."""
 
-    def decode_lane(self, bucket: int) -> Any:
+    def decode_lane(self, bucket: int, state: StepState) -> Any:
         """The lane of the next decode step of ``bucket`` rows (switches layouts if needed)."""
 
     def idle_lane(self) -> Any:
@@ -78,6 +94,8 @@ class LoopSettings:
     cap_s: float
     poll_s: float = 50e-6
     progress: Callable[[int, int, float], Any] | None = None
+    order: Order = FCFS
+    slo: Slo | None = None  # for the slacks of StepState (infinite slack without it)
 
 
 class _Books:
@@ -85,9 +103,10 @@ class _Books:
 
     def __init__(self, trace: Sequence[Request], settings: LoopSettings, clock: Clock) -> None:
         self.trace, self.settings, self.clock = trace, settings, clock
-        self.admission = Admission(trace, settings.slots)
+        self.admission = Admission(trace, settings.slots, settings.order)
         self.lives: dict[int, Live] = {}
         self.steps: list[StepRecord] = []
+        self.gaps: list[float] = []
         self.finished = 0
         self.start = clock.now()
         self._reported = 0.0
@@ -97,18 +116,35 @@ class _Books:
 
     def admit(self, now: float) -> list[Live]:
         self.admission.arrive(now)
-        admitted = self.admission.admit()
+        admitted = self.admission.admit(now)
         for live in admitted:
             self.lives[live.request.id] = live
         return admitted
 
     def first_token(self, live: Live, now: float) -> None:
-        live.first_token, live.tokens = now, 1
+        live.first_token, live.last_token, live.tokens = now, now, 1
         self._check_finished(live, now)
 
     def add_token(self, live: Live, now: float) -> None:
         live.tokens += 1
+        assert live.last_token is not None
+        self.gaps.append(now - live.last_token)
+        live.last_token = now
         self._check_finished(live, now)
+
+    def state(self, decoding: Sequence[Live], bucket: int, prefill_tokens: int, unstarted: Sequence[Live],
+              now: float) -> StepState:
+        """The figures of :class:`StepState` for a step of ``decoding`` now; ``unstarted``: the
+        requests holding a slot that have no first token yet."""
+        slo = self.settings.slo
+        context = sum(live.request.prompt + live.tokens for live in decoding)
+        if slo is None:
+            return StepState(bucket, context, prefill_tokens, float("inf"), None)
+        tpot = min(((live.tokens - 1) * slo.tpot - (now - live.first_token) for live in decoding
+                    if live.first_token is not None), default=float("inf"))
+        arrivals = [live.request.arrival for live in unstarted] + [r.arrival for r in self.admission.waiting]
+        ttft = min(arrivals) + slo.ttft - now if arrivals else None
+        return StepState(bucket, context, prefill_tokens, tpot, ttft)
 
     def _check_finished(self, live: Live, now: float) -> None:
         if live.tokens >= live.request.output:
@@ -144,6 +180,10 @@ class _Books:
             self.settings.progress(self.finished, len(self.trace), now)
 
     def log(self, cut_off: bool) -> RunLog:
+        now = self.now()
+        if cut_off:  # the wait of every request cut off while decoding, so far
+            self.gaps.extend(now - live.last_token for live in self.lives.values()
+                             if live.finish is None and live.last_token is not None)
         records = []
         for request in self.trace:
             live = self.lives.get(request.id)
@@ -151,25 +191,26 @@ class _Books:
                 request.id, request.arrival, request.prompt, request.output,
                 live.first_token if live else None, live.finish if live else None,
                 live.tokens if live else 0))
-        return RunLog(records, self.steps, self.now(), cut_off)
+        return RunLog(records, self.steps, now, cut_off, self.gaps)
 
 
 def run_chunked(trace: Sequence[Request], engine: ChunkedEngine, budget: int,
                 settings: LoopSettings, clock: Clock) -> RunLog:
     """Chunked prefill: one forward pass per iteration over at most ``budget`` tokens, every
-    decoding request's next token first and prompt chunks (FCFS) in the rest."""
+    decoding request's next token first and prompt chunks (in the settings' order) in the rest."""
     books = _Books(trace, settings, clock)
-    queue: deque[Live] = deque()
+    queue = PrefillQueue(settings.order)
     decoding: list[Live] = []
     while True:
         now = books.now()
         if now >= settings.cap_s:
             return books.log(cut_off=True)
         books.report(now)
-        queue.extend(books.admit(now))
+        for live in books.admit(now):
+            queue.add(live)
         if books.admission.drained and not queue and not decoding:
             return books.log(cut_off=False)
-        plan = compose_chunked(decoding, queue, budget)
+        plan = compose_chunked(decoding, queue, budget, now)
         if not plan.tokens:
             books.sleep_until_arrival(now)
             continue
@@ -217,7 +258,7 @@ def run_overlap(trace: Sequence[Request], engine: OverlapEngine, cursor: Prefill
         awaiting[:] = still
         inflight[:] = [p for p in inflight if not p.done()]
         while len(inflight) < depth:
-            piece = cursor.next_piece()
+            piece = cursor.next_piece(now)
             if piece is None:
                 break
             inflight.append(engine.prefill(lane, piece))
@@ -245,7 +286,10 @@ def run_overlap(trace: Sequence[Request], engine: OverlapEngine, cursor: Prefill
                 books.sleep_until_arrival(now)
             continue
         bucket = bucket_for(len(batch), settings.buckets)
-        lane = engine.decode_lane(bucket)
+        waiting = [live for live, _ in awaiting]
+        unstarted = list(cursor.queue) + cursor.in_batch() + waiting
+        lane = engine.decode_lane(bucket, books.state(batch, bucket, cursor.tokens + sum(
+            live.request.prompt for live in waiting), unstarted, now))
         launched = books.now()
         pending = engine.decode(lane, [live.decode_row() for live in batch], bucket,
                                 [marker for _, marker in joining])

@@ -9,9 +9,17 @@ run's start); the summaries report milliseconds.
 - A request meets the SLOs when it finished within the run and both its TTFT and its TPOT are
   at most their SLOs; a request unfinished when the run was cut off is a miss.
 - Attainment: the share of the trace's requests meeting the SLOs.
-- Goodput: the highest arrival rate at which at least 90% of requests meet the SLOs, linearly
-  interpolated between the highest measured rate that reaches 90% and the next measured rate
-  (see :func:`goodput`).
+- Goodput (DistServe's): the highest arrival rate at which at least 90% of requests meet the
+  SLOs, linearly interpolated between the highest measured rate that reaches 90% and the next
+  measured rate (see :func:`goodput`).
+- Time between tokens (ITL): for every output token after a request's first, the time since its
+  previous token reached the host, over all tokens of all requests (as SGLang's benchmark
+  reports ITL); a request cut off while decoding adds the time since its last token.
+- P99 goodput (SGLang's PD multiplexing): the highest arrival rate at which the P99 of TTFT over
+  the trace's requests (a request without a first token counts as infinitely late) and the P99
+  of the time between tokens are both within their SLOs. Its figure of merit is the P99 margin,
+  the larger of the two P99s over their SLOs; a rate passes at 1 or below, and the rate where the
+  margin crosses 1 is interpolated as for attainment.
 - Decode steps: each step's latency from its launch on the host to the host holding its
   sampled tokens, and the share of steps within the TPOT SLO.
 """
@@ -24,6 +32,10 @@ from collections import Counter
 from typing import Any, Iterable, Sequence
 
 TARGET_ATTAINMENT = 0.9
+MARGIN_CAP = 100.0  # P99 margins above this (or infinite) are recorded as this
+METRICS = {"distserve": ("attainment", TARGET_ATTAINMENT, True), "p99": ("p99_margin", 1.0, False)}
+METRIC_NAMES = {"distserve": "DistServe goodput (90% of requests meet TTFT and TPOT)",
+                "p99": "P99 goodput (P99 TTFT and P99 time between tokens within the SLOs)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +99,7 @@ class RunLog:
     steps: list[StepRecord]
     duration: float
     cut_off: bool
+    gaps: list[float] = dataclasses.field(default_factory=list)  # seconds between tokens (ITL)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -118,6 +131,9 @@ def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
     tpots = [r.tpot for r in records if r.tpot is not None]
     steps = [s.seconds for s in log.steps]
     tokens = sum(r.tokens for r in records)
+    ttft_p99 = percentile([math.inf if t is None else t for t in (r.ttft for r in records)], 99) if n else math.inf
+    itl_p99 = percentile(log.gaps, 99) if log.gaps else 0.0
+    margin = max(ttft_p99 / slo.ttft, itl_p99 / slo.tpot)
     return {
         "requests": n,
         "finished": len(finished),
@@ -128,6 +144,9 @@ def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
         "tpot_ms": spread_ms(tpots),
         "step_ms": spread_ms(steps),
         "steps_within_tpot": sum(1 for s in steps if s <= slo.tpot) / len(steps) if steps else None,
+        "itl_ms": spread_ms(log.gaps),
+        "p99_ttft_ms": ttft_p99 * 1e3 if math.isfinite(ttft_p99) else None,
+        "p99_margin": min(margin, MARGIN_CAP) if math.isfinite(margin) else MARGIN_CAP,
         "output_tokens": tokens,
         "output_tokens_per_s": tokens / log.duration if log.duration > 0 else 0.0,
         "duration_s": log.duration,
@@ -148,17 +167,21 @@ class Goodput:
     how: str
 
 
-def goodput(points: Iterable[tuple[float, float]], target: float = TARGET_ATTAINMENT) -> Goodput:
-    """The highest arrival rate with attainment >= ``target``: the highest measured rate that
-    reaches it, ``r1``, and the next measured rate ``r2`` (which does not) give the rate where
-    the line between their attainments crosses ``target``. Measured rates below ``r1`` that
-    fall short (noise) do not lower it."""
+def passes(value: float, target: float, higher: bool) -> bool:
+    return value >= target if higher else value <= target
+
+
+def goodput(points: Iterable[tuple[float, float]], target: float = TARGET_ATTAINMENT, higher: bool = True) -> Goodput:
+    """The highest arrival rate whose figure reaches ``target`` (at least it when ``higher``,
+    at most it otherwise): the highest measured rate that reaches it, ``r1``, and the next
+    measured rate ``r2`` (which does not) give the rate where the line between their figures
+    crosses ``target``. Measured rates below ``r1`` that fall short (noise) do not lower it."""
     ordered = sorted(points)
     if not ordered:
         raise ValueError("goodput of no measured rates")
     if len({rate for rate, _ in ordered}) != len(ordered):
         raise ValueError(f"goodput needs one attainment per rate, got {ordered}")
-    meeting = [i for i, (_, attainment) in enumerate(ordered) if attainment >= target]
+    meeting = [i for i, (_, value) in enumerate(ordered) if passes(value, target, higher)]
     if not meeting:
         return Goodput(0.0, "none met")
     i = meeting[-1]
@@ -166,6 +189,12 @@ def goodput(points: Iterable[tuple[float, float]], target: float = TARGET_ATTAIN
         return Goodput(ordered[i][0], "highest measured")
     (r1, a1), (r2, a2) = ordered[i], ordered[i + 1]
     return Goodput(r1 + (a1 - target) / (a1 - a2) * (r2 - r1), "interpolated")
+
+
+def metric_goodput(points: Iterable[tuple[float, dict[str, Any]]], metric: str) -> Goodput:
+    """Goodput under ``metric`` (a key of :data:`METRICS`) from (rate, summary) pairs."""
+    field, target, higher = METRICS[metric]
+    return goodput([(rate, summary[field]) for rate, summary in points], target, higher)
 
 
 def ratio(a: float, b: float) -> float | None:

@@ -1,5 +1,5 @@
-"""The engine's bookkeeping, in plain Python (no torch): KV slots and FCFS admission, decode
-batch-size buckets, how prefill work is cut (chunked-prefill iterations under a token budget;
+"""The engine's bookkeeping, in plain Python (no torch): decode batch-size buckets, how prefill
+work is cut (chunked-prefill iterations under a token budget;
 prefill batches in layer blocks for the overlapping schedulers), the model's shape and memory,
 and the choice of the static split's candidates from a latency profile."""
 
@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections import deque
 from typing import Any, Callable, Iterable, Sequence
 
-from .workload import Request
+from .admission import FCFS, Live, Order, PrefillPart, PrefillQueue
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,92 +59,6 @@ def bucket_for(batch: int, buckets: Sequence[int]) -> int:
     raise ValueError(f"a decode batch of {batch} exceeds the largest bucket, {buckets[-1]}")
 
 
-@dataclasses.dataclass(eq=False)
-class Live:
-    """A request holding a KV slot. ``prefilled``: prompt tokens whose prefill has been
-    scheduled; ``tokens``: output tokens produced (the first by the prefill)."""
-
-    request: Request
-    slot: int
-    prefilled: int = 0
-    tokens: int = 0
-    first_token: float | None = None
-    finish: float | None = None
-
-    def decode_row(self) -> tuple[int, int]:
-        """(slot, KV length once this step's input token is written): the step reads the
-        prompt and every output token so far."""
-        return self.slot, self.request.prompt + self.tokens
-
-
-class Admission:
-    """First come, first served: a request waits from its arrival until a KV slot is free;
-    at most ``slots`` requests hold one (prefilling or decoding)."""
-
-    def __init__(self, trace: Sequence[Request], slots: int) -> None:
-        if slots < 1:
-            raise ValueError(f"need at least one slot, got {slots}")
-        self._arrivals = deque(sorted(trace, key=lambda r: (r.arrival, r.id)))
-        self._waiting: deque[Request] = deque()
-        self._free = deque(range(slots))
-        self.slots = slots
-
-    def arrive(self, now: float) -> None:
-        """Every request that has arrived by ``now`` joins the waiting queue."""
-        while self._arrivals and self._arrivals[0].arrival <= now:
-            self._waiting.append(self._arrivals.popleft())
-
-    def admit(self) -> list[Live]:
-        """Waiting requests that get a free slot, in arrival order."""
-        admitted = []
-        while self._waiting and self._free:
-            admitted.append(Live(self._waiting.popleft(), self._free.popleft()))
-        return admitted
-
-    def release(self, live: Live) -> None:
-        self._free.append(live.slot)
-
-    @property
-    def next_arrival(self) -> float | None:
-        return self._arrivals[0].arrival if self._arrivals else None
-
-    @property
-    def drained(self) -> bool:
-        """No request left to arrive or waiting for a slot."""
-        return not self._arrivals and not self._waiting
-
-    @property
-    def held(self) -> int:
-        return self.slots - len(self._free)
-
-
-@dataclasses.dataclass(frozen=True)
-class PrefillPart:
-    """``length`` prompt tokens of one request from ``start``; ``completes`` when they are
-    its last."""
-
-    live: Live
-    start: int
-    length: int
-    completes: bool
-
-
-def take_prefill(queue: deque[Live], tokens: int) -> list[PrefillPart]:
-    """Up to ``tokens`` prompt tokens from the front of ``queue`` (FCFS; a request whose
-    prompt is longer continues in the next call). Requests whose last tokens are taken leave
-    the queue."""
-    parts = []
-    while tokens > 0 and queue:
-        live = queue[0]
-        n = min(tokens, live.request.prompt - live.prefilled)
-        parts.append(PrefillPart(live, live.prefilled, n, live.prefilled + n == live.request.prompt))
-        live.prefilled += n
-        tokens -= n
-        if parts[-1].completes:
-            queue.popleft()
-    return parts
-
-
 @dataclasses.dataclass(frozen=True)
 class ChunkedPlan:
     """One chunked-prefill iteration: a token for each decoding request, then prompt chunks."""
@@ -158,12 +71,12 @@ class ChunkedPlan:
         return len(self.decode) + sum(p.length for p in self.parts)
 
 
-def compose_chunked(decoding: Sequence[Live], queue: deque[Live], budget: int) -> ChunkedPlan:
+def compose_chunked(decoding: Sequence[Live], queue: PrefillQueue, budget: int, now: float = 0.0) -> ChunkedPlan:
     """As vLLM and SGLang compose an iteration with chunked prefill: every decoding request
     first (one token each, up to ``budget``), then prompt tokens of the prefilling requests in
-    arrival order until the iteration holds ``budget`` tokens."""
+    the queue's order until the iteration holds ``budget`` tokens."""
     decode = tuple(decoding[:budget])
-    return ChunkedPlan(decode, tuple(take_prefill(queue, budget - len(decode))))
+    return ChunkedPlan(decode, tuple(queue.take(budget - len(decode), now)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,30 +110,40 @@ class Piece:
 
 
 class PrefillCursor:
-    """The overlapping schedulers' prefill work, FCFS: prompts in batches of at most
+    """The overlapping schedulers' prefill work: prompts (in ``order``) in batches of at most
     ``chunk`` tokens (several requests may share one), each batch run through the model in
     blocks of ``piece_layers`` layers, so that the host can interleave decode steps."""
 
-    def __init__(self, chunk: int, layers: int, piece_layers: int) -> None:
+    def __init__(self, chunk: int, layers: int, piece_layers: int, order: Order = FCFS) -> None:
         if chunk < 1 or layers < 1 or piece_layers < 1:
             raise ValueError(f"chunk, layers and piece_layers must be positive, got {chunk}, {layers}, {piece_layers}")
         self.chunk, self.layers, self.piece_layers = chunk, layers, piece_layers
-        self.queue: deque[Live] = deque()
+        self.queue = PrefillQueue(order)
         self._batch: PrefillBatch | None = None
         self._layer = 0
         self._ids = itertools.count()
 
     def add(self, live: Live) -> None:
-        self.queue.append(live)
+        self.queue.add(live)
 
     @property
     def busy(self) -> bool:
         """Some prefill work is left to launch."""
         return self._batch is not None or bool(self.queue)
 
-    def next_piece(self) -> Piece | None:
+    @property
+    def tokens(self) -> int:
+        """Prompt tokens not yet launched: the queue's and the rest of the current batch's."""
+        left = self._batch.tokens * (self.layers - self._layer) // self.layers if self._batch else 0
+        return self.queue.tokens + left
+
+    def in_batch(self) -> list[Live]:
+        """The requests of the batch being launched."""
+        return [part.live for part in self._batch.parts] if self._batch is not None else []
+
+    def next_piece(self, now: float = 0.0) -> Piece | None:
         if self._batch is None:
-            parts = take_prefill(self.queue, self.chunk)
+            parts = self.queue.take(self.chunk, now)
             if not parts:
                 return None
             self._batch, self._layer = PrefillBatch(next(self._ids), tuple(parts)), 0
@@ -242,26 +165,35 @@ def bucket_reached(summaries: Iterable[dict[str, Any]], target: float, default: 
     return max(reached, default=default)
 
 
-LatencyFn = Callable[[int, int], "float | None"]  # (bucket, SM count) -> p99 microseconds
+@dataclasses.dataclass(frozen=True)
+class SplitOption:
+    """A static split to choose from: a layout's key and its two sides' SM counts."""
+
+    key: Any
+    latency_sms: int
+    batch_sms: int
 
 
-def static_candidates(latency: LatencyFn, counts: Iterable[int], total: int, bucket: int,
-                      slo_us: float, n: int = 3) -> list[int]:
-    """SM counts to try as the static split: the smallest count whose profiled latency at
-    ``bucket`` meets ``slo_us`` (or, when none does, the largest count that leaves SMs to the
-    prefill), then its neighbours among ``counts`` alternately below and above, ``n`` in all.
-    Counts of 0 and ``total`` are left out: a static split gives each side some SMs."""
-    usable = sorted({c for c in counts if 0 < c < total})
-    if not usable:
-        raise ValueError(f"no SM count between 0 and {total} to split at among {sorted(counts)}")
-    meeting = [c for c in usable if (lat := latency(bucket, c)) is not None and lat <= slo_us]
-    center = usable.index(meeting[0] if meeting else usable[-1])
-    chosen = [usable[center]]
-    for step in range(1, len(usable)):
-        for i in (center - step, center + step):
-            if 0 <= i < len(usable) and len(chosen) < n:
-                chosen.append(usable[i])
-    return chosen
+def static_candidates(options: Sequence[SplitOption], decode_us: Callable[[Any], "float | None"],
+                      prefill_fits: Callable[[int], bool], slo_us: float, n: int = 3) -> list[Any]:
+    """Keys of ``options`` to run as static splits, chosen from both SLOs: the split with the
+    fewest latency SMs whose modelled decode step (``decode_us``, None where unknown) meets
+    ``slo_us`` (TPOT), and the split with the most latency SMs whose batch side still prefills
+    in time (``prefill_fits(batch_sms)``, TTFT), then their neighbours in latency SMs, ``n`` in
+    all. Where the two disagree both run, so that neither SLO is given up unseen."""
+    ordered = sorted(options, key=lambda o: (o.latency_sms, -o.batch_sms))
+    if not ordered:
+        raise ValueError("no split to choose a static one from")
+    meeting = [i for i, o in enumerate(ordered) if (lat := decode_us(o.key)) is not None and lat <= slo_us]
+    fitting = [i for i, o in enumerate(ordered) if prefill_fits(o.batch_sms)]
+    anchors = list(dict.fromkeys([meeting[0] if meeting else len(ordered) - 1, fitting[-1] if fitting else 0]))
+    chosen = anchors[:n]
+    for step in range(1, len(ordered)):
+        for anchor in anchors:
+            for i in (anchor - step, anchor + step):
+                if 0 <= i < len(ordered) and i not in chosen and len(chosen) < n:
+                    chosen.append(i)
+    return [ordered[i].key for i in chosen]
 
 
 def layout_counts(wanted: Iterable[int], available: Sequence[int], total: int) -> tuple[list[int], list[int]]:

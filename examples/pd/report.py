@@ -1,71 +1,84 @@
-"""What a sweep reports: goodput per configuration and scheduler, the comparisons the example
-is about, a Markdown table and the attainment plot. Plain Python (matplotlib for the plot)."""
+"""What a sweep reports: goodput per scheduler under both metrics and per seed, the comparisons
+the example is about, a Markdown table and the plots. Plain Python (matplotlib for the plots,
+which are optional: the results file is written first)."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Sequence
 
-from .metrics import TARGET_ATTAINMENT, goodput, ratio
+from .metrics import METRIC_NAMES, METRICS, metric_goodput
 
 NAMES = {
     "chunked": "chunked prefill",
     "streams": "two plain streams",
     "static": "static split",
-    "policy": "split policy",
+    "static-overlap": "static overlapped layout",
+    "pd": "two-SLO policy, disjoint layouts",
+    "pd-overlap": "two-SLO policy, overlapped layouts",
+    "policy": "split policy (TPOT only)",
 }
+GREEN = ("static", "static-overlap", "pd", "pd-overlap", "policy")
+BASELINES = ("chunked", "streams")
 
 
-def run_entry(scheduler: str, config: str, rate: float, summary: dict[str, Any] | None) -> dict[str, Any]:
-    """One run's record for results.json; ``summary`` None marks a skipped run."""
-    return {"scheduler": scheduler, "config": config, "rate": rate, "skipped": summary is None, "summary": summary}
+def _points(runs: Sequence[dict[str, Any]], scheduler: str, config: str, seed: int) -> list[tuple[float, Any]]:
+    return sorted((r["rate"], r["summary"]) for r in runs if r["scheduler"] == scheduler and r["config"] == config
+                  and r["seed"] == seed and not r["skipped"])
 
 
-def _points(runs: Sequence[dict[str, Any]], scheduler: str, config: str) -> list[tuple[float, float]]:
-    return [(r["rate"], r["summary"]["attainment"]) for r in runs
-            if r["scheduler"] == scheduler and r["config"] == config and not r["skipped"]]
-
-
-def schedulers(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per scheduler: the goodput of each configuration and the best one (highest goodput;
-    ties go to the higher mean attainment)."""
+def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """Per scheduler and metric: every configuration's goodput per seed, and the best
+    configuration (the highest mean goodput over the seeds that ran it; configurations run on
+    every seed first), with its goodput per seed, mean and spread (max - min)."""
     out: dict[str, Any] = {}
     for name in NAMES:
         labels = list(dict.fromkeys(r["config"] for r in runs if r["scheduler"] == name))
-        configs = {}
-        for label in labels:
-            points = _points(runs, name, label)
-            if points:
-                g = goodput(points)
-                configs[label] = {"goodput": g.rate, "how": g.how,
-                                  "mean_attainment": sum(a for _, a in points) / len(points)}
-        if configs:
-            best = max(configs, key=lambda c: (configs[c]["goodput"], configs[c]["mean_attainment"]))
-            out[name] = {"best": best, "goodput": configs[best]["goodput"], "how": configs[best]["how"],
-                         "configs": configs}
+        if not labels:
+            continue
+        fam: dict[str, Any] = {}
+        for metric in METRICS:
+            configs: dict[str, Any] = {}
+            for label in labels:
+                per_seed = {}
+                for seed in seeds:
+                    points = _points(runs, name, label, seed)
+                    if points:
+                        g = metric_goodput(points, metric)
+                        per_seed[str(seed)] = {"goodput": g.rate, "how": g.how, "rates": len(points)}
+                if per_seed:
+                    values = [v["goodput"] for v in per_seed.values()]
+                    configs[label] = {"seeds": per_seed, "mean": statistics.fmean(values),
+                                      "spread": max(values) - min(values), "all_seeds": len(per_seed) == len(seeds)}
+            if configs:
+                best = max(configs, key=lambda c: (configs[c]["all_seeds"], configs[c]["mean"]))
+                fam[metric] = {"best": best, **configs[best], "configs": configs}
+        out[name] = fam
     return out
 
 
-def comparison(runs: Sequence[dict[str, Any]], families: dict[str, Any]) -> dict[str, Any]:
-    """The policy against the best chunked-prefill budget and the best static split, and its
-    decode steps within the TPOT SLO at the highest measured rate where it still met the
-    target attainment (and at the next measured rate)."""
-    out: dict[str, Any] = {"target_attainment": TARGET_ATTAINMENT}
-    policy = families.get("policy")
-    if policy is None:
-        return out
-    for other in ("chunked", "static", "streams"):
-        if other in families:
-            out[f"policy_over_{other}"] = ratio(policy["goodput"], families[other]["goodput"])
-    measured = sorted((r for r in runs if r["scheduler"] == "policy" and not r["skipped"]), key=lambda r: r["rate"])
-    meeting = [i for i, r in enumerate(measured) if r["summary"]["attainment"] >= TARGET_ATTAINMENT]
-    if meeting:
-        at = measured[meeting[-1]]
-        out["policy_steps_within_tpot_at_goodput"] = {"rate": at["rate"],
-                                                      "share": at["summary"]["steps_within_tpot"]}
-        if meeting[-1] + 1 < len(measured):
-            above = measured[meeting[-1] + 1]
-            out["policy_steps_within_tpot_above_goodput"] = {"rate": above["rate"],
-                                                             "share": above["summary"]["steps_within_tpot"]}
+def comparison(families: dict[str, Any]) -> dict[str, Any]:
+    """Per metric: the best green-context scheduler (highest mean goodput) over chunked prefill
+    and over plain streams: the ratio of mean goodputs, and ``tie`` when the difference is
+    within the larger of the two seeds' spreads."""
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        green = {n: families[n][metric] for n in GREEN if metric in families.get(n, {})}
+        if not green:
+            continue
+        best = max(green, key=lambda n: green[n]["mean"])
+        entry: dict[str, Any] = {"best_green": best, "config": green[best]["best"], "goodput": green[best]["mean"]}
+        for base in BASELINES:
+            other = families.get(base, {}).get(metric)
+            if other is None:
+                continue
+            spread = max(green[best]["spread"], other["spread"])
+            diff = green[best]["mean"] - other["mean"]
+            entry[f"over_{base}"] = {
+                "ratio": green[best]["mean"] / other["mean"] if other["mean"] > 0 else None,
+                "baseline": other["mean"], "baseline_config": other["best"],
+                "verdict": "tie" if abs(diff) <= spread else "green wins" if diff > 0 else "baseline wins"}
+        out[metric] = entry
     return out
 
 
@@ -73,67 +86,87 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 10 else f"{x:.1f}"
 
 
-def table(results: dict[str, Any]) -> str:
-    """Markdown: goodput per scheduler, then every run."""
-    lines = [f"| scheduler | best configuration | goodput (req/s) | how |", "|---|---|---:|---|"]
+def _rate(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def goodput_table(results: dict[str, Any]) -> str:
+    """Markdown: per scheduler and metric, the best configuration and its goodput per seed."""
+    seeds = [str(s) for s in results["seeds"]]
+    head = "| scheduler | metric | best configuration | " + " | ".join(f"seed {s}" for s in seeds) \
+        + " | mean | spread |"
+    lines = [head, "|---|---|---|" + "---:|" * (len(seeds) + 2)]
     for name, fam in results["schedulers"].items():
-        lines.append(f"| {NAMES[name]} | {fam['best']} | {fam['goodput']:.2f} | {fam['how']} |")
-    lines += ["", "| scheduler | configuration | rate (req/s) | attainment | TTFT p50/p99 (ms) | TPOT p50/p99 (ms) "
-              "| step p50/p99 (ms) | steps within TPOT | output tok/s | unfinished |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for metric, m in fam.items():
+            cells = [(f"{_rate(m['seeds'][s]['goodput'])}" + ("+" if m["seeds"][s]["how"] == "highest measured" else ""))
+                     if s in m["seeds"] else "-" for s in seeds]
+            lines.append(f"| {NAMES[name]} | {metric} | {m['best']} | " + " | ".join(cells)
+                         + f" | {_rate(m['mean'])} | {_rate(m['spread'])} |")
+    return "\n".join(lines)
+
+
+def runs_table(results: dict[str, Any]) -> str:
+    lines = ["| scheduler | configuration | seed | rate (req/s) | attainment | P99 margin | TTFT p50/p99 (ms) "
+             "| TPOT p50/p99 (ms) | ITL p50/p99 (ms) | steps within TPOT | unfinished |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["runs"]:
-        head = f"| {NAMES[r['scheduler']]} | {r['config']} | {r['rate']:.2f} "
+        head = f"| {NAMES[r['scheduler']]} | {r['config']} | {r['seed']} | {_rate(r['rate'])} "
         s = r["summary"]
         if s is None:
             lines.append(head + "| skipped | | | | | | |")
             continue
         within = "-" if s["steps_within_tpot"] is None else f"{s['steps_within_tpot']:.1%}"
-        lines.append(head + f"| {s['attainment']:.1%} | {_ms(s['ttft_ms']['p50'])}/{_ms(s['ttft_ms']['p99'])} "
+        lines.append(head + f"| {s['attainment']:.1%} | {s['p99_margin']:.2f} "
+                     f"| {_ms(s['ttft_ms']['p50'])}/{_ms(s['ttft_ms']['p99'])} "
                      f"| {_ms(s['tpot_ms']['p50'])}/{_ms(s['tpot_ms']['p99'])} "
-                     f"| {_ms(s['step_ms']['p50'])}/{_ms(s['step_ms']['p99'])} | {within} "
-                     f"| {s['output_tokens_per_s']:.0f} | {s['requests'] - s['finished']} |")
+                     f"| {_ms(s['itl_ms']['p50'])}/{_ms(s['itl_ms']['p99'])} | {within} "
+                     f"| {s['requests'] - s['finished']} |")
     return "\n".join(lines)
 
 
-def plot(results: dict[str, Any], path: str) -> str:
-    """SLO attainment (left) and p99 decode-step latency (right) against the arrival rate:
-    one line per scheduler (its best configuration; the others faint). Returns ``path``."""
+def table(results: dict[str, Any]) -> str:
+    return goodput_table(results) + "\n\n" + runs_table(results)
+
+
+COLORS = {"chunked": "tab:blue", "streams": "tab:gray", "static": "tab:orange", "static-overlap": "tab:brown",
+          "pd": "tab:green", "pd-overlap": "tab:purple", "policy": "tab:olive"}
+
+
+def plot(results: dict[str, Any], path: str, metric: str) -> str:
+    """The figure of ``metric`` (attainment, or the P99 margin on a log scale) against the
+    arrival rate: each scheduler's best configuration, a line per seed. Returns ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs, fams = results["runs"], results["schedulers"]
-    colors = {"chunked": "tab:blue", "streams": "tab:gray", "static": "tab:orange", "policy": "tab:green"}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
-    for name, fam in fams.items():
-        for label in fam["configs"]:
-            measured = sorted((r for r in runs if r["scheduler"] == name and r["config"] == label
-                               and not r["skipped"]), key=lambda r: r["rate"])
-            x = [r["rate"] for r in measured]
-            best = label == fam["best"]
-            style = dict(color=colors[name], alpha=1.0 if best else 0.3, lw=2 if best else 1, marker="o" if best else ".")
-            title = NAMES[name] if label == NAMES[name] else f"{NAMES[name]} ({label})"
-            tag = f"{title}, goodput {fam['goodput']:.2f}/s" if best else None
-            left.plot(x, [r["summary"]["attainment"] for r in measured], label=tag, **style)
-            right.plot(x, [r["summary"]["step_ms"]["p99"] or float("nan") for r in measured],
-                       label=title if best else None, **style)
-    left.axhline(TARGET_ATTAINMENT, color="black", ls=":", label=f"{TARGET_ATTAINMENT:.0%} of requests")
-    left.set_xlabel("arrival rate (requests/s)")
-    left.set_ylabel("requests meeting TTFT and TPOT SLOs")
-    left.set_ylim(-0.02, 1.02)
-    left.legend(fontsize=8)
-    left.grid(alpha=0.3)
-    slo = results["slo"]
-    right.axhline(slo["tpot_ms"], color="tab:red", ls="-.", label=f"TPOT SLO {slo['tpot_ms']:.1f} ms")
-    right.set_xlabel("arrival rate (requests/s)")
-    right.set_ylabel("p99 decode step, launch to tokens on the host (ms)")
-    right.set_yscale("log")
-    right.legend(fontsize=8)
-    right.grid(alpha=0.3, which="both")
-    dev = results.get("device", {})
-    fig.suptitle(f"{results['model']['layers']}-layer Llama-3-8B-shaped engine on {dev.get('name', 'GPU')}: "
-                 f"TTFT SLO {slo['ttft_ms']:.0f} ms, TPOT SLO {slo['tpot_ms']:.1f} ms")
+    field, target, higher = METRICS[metric]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, fam in results["schedulers"].items():
+        m = fam.get(metric)
+        if m is None:
+            continue
+        for i, seed in enumerate(results["seeds"]):
+            points = _points(results["runs"], name, m["best"], seed)
+            if not points:
+                continue
+            label = f"{NAMES[name]} ({m['best']}): {m['mean']:.2f}/s" if i == 0 else None
+            ax.plot([r for r, _ in points], [s[field] for _, s in points], color=COLORS[name], marker="o" if i == 0
+                    else "x", ls="-" if i == 0 else "--", lw=1.5, label=label)
+    ax.axhline(target, color="black", ls=":", label="target")
+    ax.set_xlabel("arrival rate (requests/s)")
+    if higher:
+        ax.set_ylabel("requests meeting TTFT and TPOT SLOs")
+        ax.set_ylim(-0.02, 1.02)
+    else:
+        ax.set_ylabel("P99 margin: max(P99 TTFT / SLO, P99 ITL / SLO)")
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    slo, dev = results["slo"], results.get("device", {})
+    ax.set_title(f"{METRIC_NAMES[metric]}\n{results['model']['layers']} layers, {results['workload']}, "
+                 f"{dev.get('name', 'GPU')}; TTFT {slo['ttft_ms']:.0f} ms, TPOT {slo['tpot_ms']:.1f} ms; "
+                 "solid: first seed, dashed: second", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -54,6 +54,29 @@ PROMPTS = Lengths(low=256, high=4096, median=1024, sigma=0.8)
 OUTPUTS = Lengths(low=32, high=512, median=128, sigma=0.8)
 
 
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """A named mix of prompt and output lengths."""
+
+    name: str
+    prompts: Lengths
+    outputs: Lengths
+    about: str
+
+
+# By name (--workload). "today": the default spread above. "chat": short prompts (median 500,
+# 5% below ~130 and 5% above ~1900 before clipping) and longer answers (median 200).
+# "long-prompt": documents of 4k-16k tokens (median 8k) with short answers (median 48).
+WORKLOADS = {w.name: w for w in (
+    Workload("today", PROMPTS, OUTPUTS, "prompts median 1024 (256-4096), outputs median 128 (32-512)"),
+    Workload("chat", Lengths(low=32, high=2048, median=500, sigma=0.8), Lengths(low=16, high=768, median=200, sigma=0.8),
+             "prompts median 500 (32-2048), outputs median 200 (16-768)"),
+    Workload("long-prompt", Lengths(low=4096, high=16384, median=8192, sigma=0.45),
+             Lengths(low=8, high=256, median=48, sigma=0.7),
+             "prompts median 8192 (4096-16384), outputs median 48 (8-256)"),
+)}
+
+
 def make_trace(n: int, rate: float, *, seed: int = 0, prompts: Lengths = PROMPTS,
                outputs: Lengths = OUTPUTS) -> list[Request]:
     """``n`` requests arriving as a Poisson process of ``rate`` requests per second (the first

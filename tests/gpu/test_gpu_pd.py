@@ -4,15 +4,14 @@ command line."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-import pytest
 import torch
 
 from examples.pd.engine import Engine, Lane
 from examples.pd.model import Model, Part, check_attention
-from examples.pd.planning import Live, ModelShape, PrefillCursor
+from examples.pd.admission import Live
+from examples.pd.planning import ModelShape, PrefillCursor
 from examples.pd.workload import Request
 
 SHAPE = ModelShape(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=128, intermediate=512, vocab=1000)
@@ -60,14 +59,32 @@ def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
     engine.drop_graphs()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch_green_contexts.policy") is None,
-                    reason="needs torch_green_contexts.policy")
 def test_quick_run_writes_results(tmp_path):
     from examples.pd.__main__ import main
 
     out = tmp_path / "pd"
-    assert main(["--quick", "--layers", "2", "--requests", "8", "--quiet", "--out", str(out)]) == 0
+    argv = ["--quick", "--layers", "2", "--requests", "8", "--quiet", "--out", str(out), "--schedulers",
+            "chunked,streams,static,static-overlap,pd,pd-overlap,policy", "--overlapped", "16/64,32/32"]
+    assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
-    assert set(results["schedulers"]) == {"chunked", "streams", "static", "policy"}
-    assert all(r["skipped"] or r["summary"]["requests"] == 8 for r in results["runs"])
-    assert (out / "attainment.png").stat().st_size > 1000 and (out / "profile.json").exists()
+    assert set(results["schedulers"]) == {"chunked", "streams", "static", "static-overlap", "pd", "pd-overlap", "policy"}
+    measured = [r for r in results["runs"] if not r["skipped"]]
+    assert all(r["summary"]["requests"] <= 8 and r["summary"]["finished"] == r["summary"]["requests"]
+               for r in measured if r["summary"]["attainment"] == 1.0)
+    assert {r["order"] for r in measured} == {"fcfs", "spf"}
+    lanes = {lane for r in measured if r["scheduler"] == "pd-overlap" for lane in r["summary"]["steps_per_lane"]}
+    assert lanes and lanes <= {"o0", "o132", "o16/64", "o32/32"} | {f"o{props_sm_count()}"}
+    for metric in ("distserve", "p99"):
+        assert (out / f"goodput-{metric}.png").stat().st_size > 1000
+    assert (out / "layout-profile.json").exists() and (out / "profile.json").exists()
+    # A resumed sweep with the same settings reuses every run.
+    again = tmp_path / "again"
+    assert main(argv + ["--out", str(again), "--resume", str(out / "results.json"), "--layout-profile",
+                        str(out / "layout-profile.json"), "--profile", str(out / "profile.json")]) == 0
+    assert json.loads((again / "results.json").read_text())["runs"] == results["runs"]
+
+
+def props_sm_count():
+    import torch
+
+    return torch.cuda.get_device_properties(0).multi_processor_count

@@ -1,0 +1,177 @@
+"""Who goes first: the order in which waiting requests get a KV slot and their prompts are
+prefilled. Plain Python (no torch).
+
+- ``fcfs``: first come, first served.
+- ``spf``: shortest prompt first, with aging: a request that has waited ``aging_s`` or longer
+  goes ahead of every request that has not (the oldest of them first), so that a long prompt
+  behind a stream of short ones is delayed by at most about ``aging_s``.
+
+A request whose prefill has begun stays first in the prefill queue whatever the order: part of
+its KV cache is written, and finishing it first is what the schedulers being compared do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+from typing import Sequence
+
+from .workload import Request
+
+ORDERS = ("fcfs", "spf")
+
+
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """An admission order: ``name`` is ``"fcfs"`` or ``"spf"`` (with ``aging_s``)."""
+
+    name: str = "fcfs"
+    aging_s: float = math.inf
+
+    def __post_init__(self) -> None:
+        if self.name not in ORDERS:
+            raise ValueError(f"admission order must be one of {', '.join(ORDERS)}, got {self.name!r}")
+        if not self.aging_s > 0:
+            raise ValueError(f"aging_s must be positive, got {self.aging_s!r}")
+
+    def key(self, request: Request, now: float) -> tuple[float, ...]:
+        """Smaller goes first."""
+        if self.name == "fcfs":
+            return (request.arrival, request.id)
+        if now - request.arrival >= self.aging_s:
+            return (0, request.arrival, request.id)
+        return (1, request.prompt, request.arrival, request.id)
+
+    def sort(self, requests: list[Request], now: float) -> None:
+        if self.name != "fcfs" or len(requests) > 1:
+            requests.sort(key=lambda r: self.key(r, now))
+
+    @property
+    def label(self) -> str:
+        return "FCFS" if self.name == "fcfs" else f"SPF, aging {self.aging_s * 1e3:g} ms"
+
+
+FCFS = Order()
+
+
+@dataclasses.dataclass(eq=False)
+class Live:
+    """A request holding a KV slot. ``prefilled``: prompt tokens whose prefill has been
+    scheduled; ``tokens``: output tokens produced (the first by the prefill); ``last_token``:
+    when the latest one reached the host."""
+
+    request: Request
+    slot: int
+    prefilled: int = 0
+    tokens: int = 0
+    first_token: float | None = None
+    finish: float | None = None
+    last_token: float | None = None
+
+    def decode_row(self) -> tuple[int, int]:
+        """(slot, KV length once this step's input token is written): the step reads the
+        prompt and every output token so far."""
+        return self.slot, self.request.prompt + self.tokens
+
+
+class Admission:
+    """A request waits from its arrival until a KV slot is free; at most ``slots`` requests
+    hold one (prefilling or decoding). Waiting requests get slots in ``order``."""
+
+    def __init__(self, trace: Sequence[Request], slots: int, order: Order = FCFS) -> None:
+        if slots < 1:
+            raise ValueError(f"need at least one slot, got {slots}")
+        self._arrivals = deque(sorted(trace, key=lambda r: (r.arrival, r.id)))
+        self._waiting: list[Request] = []
+        self._free = deque(range(slots))
+        self.slots, self.order = slots, order
+
+    def arrive(self, now: float) -> None:
+        """Every request that has arrived by ``now`` joins the waiting requests."""
+        while self._arrivals and self._arrivals[0].arrival <= now:
+            self._waiting.append(self._arrivals.popleft())
+
+    def admit(self, now: float = math.inf) -> list[Live]:
+        """Waiting requests that get a free slot, in the order's sequence at ``now``."""
+        if not self._waiting or not self._free:
+            return []
+        self.order.sort(self._waiting, now)
+        n = min(len(self._waiting), len(self._free))
+        admitted = [Live(r, self._free.popleft()) for r in self._waiting[:n]]
+        del self._waiting[:n]
+        return admitted
+
+    def release(self, live: Live) -> None:
+        self._free.append(live.slot)
+
+    @property
+    def waiting(self) -> Sequence[Request]:
+        return self._waiting
+
+    @property
+    def next_arrival(self) -> float | None:
+        return self._arrivals[0].arrival if self._arrivals else None
+
+    @property
+    def drained(self) -> bool:
+        """No request left to arrive or waiting for a slot."""
+        return not self._arrivals and not self._waiting
+
+    @property
+    def held(self) -> int:
+        return self.slots - len(self._free)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrefillPart:
+    """``length`` prompt tokens of one request from ``start``; ``completes`` when they are
+    its last."""
+
+    live: Live
+    start: int
+    length: int
+    completes: bool
+
+
+class PrefillQueue:
+    """Requests holding a slot whose prompt is not all scheduled yet, taken in ``order``
+    (a request already begun first)."""
+
+    def __init__(self, order: Order = FCFS) -> None:
+        self.order = order
+        self._items: list[Live] = []
+
+    def add(self, live: Live) -> None:
+        self._items.append(live)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._items)
+
+    @property
+    def tokens(self) -> int:
+        """Prompt tokens not yet scheduled."""
+        return sum(live.request.prompt - live.prefilled for live in self._items)
+
+    def take(self, tokens: int, now: float = math.inf) -> list[PrefillPart]:
+        """Up to ``tokens`` prompt tokens (a prompt longer than that continues in the next
+        call); requests whose last tokens are taken leave the queue."""
+        items = self._items
+        if self.order.name != "fcfs" and len(items) > 1:
+            begun = [live for live in items if live.prefilled]
+            rest = [live for live in items if not live.prefilled]
+            rest.sort(key=lambda live: self.order.key(live.request, now))
+            items[:] = begun + rest
+        parts = []
+        while tokens > 0 and items:
+            live = items[0]
+            n = min(tokens, live.request.prompt - live.prefilled)
+            parts.append(PrefillPart(live, live.prefilled, n, live.prefilled + n == live.request.prompt))
+            live.prefilled += n
+            tokens -= n
+            if parts[-1].completes:
+                items.pop(0)
+        return parts
