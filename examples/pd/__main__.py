@@ -43,7 +43,7 @@ from typing import Any
 
 from . import cli
 from .estimates import capacity, expected_run_s, rates_from, run_cap
-from .metrics import METRICS
+from .metrics import METRICS, Slo
 from .planning import ModelShape, bucket_list, kv_cache_bytes, layout_counts
 from .report import comparison, plot, schedulers, table
 from .search import Config, OutOfTime, Sweep, reusable
@@ -75,12 +75,13 @@ def slots_for(s: cli.Settings, free: int, shape: ModelShape) -> int:
     if s.max_slots is not None:
         return s.max_slots
     room = 0.85 * free - shape.weight_bytes() - RESERVE_BYTES
-    fits = int(room // kv_cache_bytes(shape, 1, s.max_len)) - 1
+    fits = int(room // (s.max_len * shape.kv_bytes_per_token())) - 1  # one slot is scratch
     limit = min(s.budgets) - 1 if "chunked" in s.schedulers else 96
     return max(0, min(96, fits, limit))
 
 
-def load_resume(s: cli.Settings) -> dict[tuple[str, str, int, float], dict[str, Any]]:
+def load_resume(s: cli.Settings) -> dict[str, Any]:
+    """The earlier results file of --resume (checked to have the same settings), or {}."""
     if not s.resume:
         return {}
     with open(s.resume) as f:
@@ -90,12 +91,12 @@ def load_resume(s: cli.Settings) -> dict[tuple[str, str, int, float], dict[str, 
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
-    return reusable(earlier.get("runs", []))
+    return earlier  # type: ignore[no-any-return]
 
 
 def main(argv: list[str] | None = None) -> int:
     s = cli.parse(argv, __doc__)
-    done = load_resume(s)
+    earlier = load_resume(s)
     import torch
 
     if not torch.cuda.is_available():
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     total = props.multi_processor_count
     shape = ModelShape(layers=s.layers)
     free = torch.cuda.mem_get_info(s.device)[0]
-    slots = slots_for(s, free, shape)
+    slots = earlier["model"]["slots"] if earlier else slots_for(s, free, shape)  # a resumed sweep keeps its engine
     kv_bytes, weight_bytes = kv_cache_bytes(shape, slots, s.max_len), shape.weight_bytes()
     say(f"model: {s.layers} layers, weights {weight_bytes / GB:.1f} GB; KV cache {kv_bytes / GB:.1f} GB "
         f"({slots} slots + 1 scratch x {s.max_len} tokens x {shape.kv_bytes_per_token() // 1024} KiB); "
@@ -153,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(model, buckets)
     bench = Bench(s, engine, total, counts)
     costs, slo = bench.costs, bench.slo
+    if earlier:  # the resumed runs were judged against the earlier SLOs: keep them, and its rates
+        slo = bench.slo = Slo(ttft=earlier["slo"]["ttft_ms"] / 1e3, tpot=earlier["slo"]["tpot_ms"] / 1e3)
     capacity_rps = capacity(lengths_of(s, s.seeds[0]), costs)
-    coarse = sorted(s.rates) if s.rates else rates_from(capacity_rps, s.load_fractions)
+    coarse = sorted(s.rates) if s.rates else earlier.get("coarse_rates") or rates_from(capacity_rps, s.load_fractions)
     results.update(costs={"decode_step_ms": costs.decode_step_s * 1e3, "decode_batch": costs.decode_batch,
                           "context": s.context, "prefill_ms": costs.prefill_s * 1e3, "prefill_tokens": s.max_prompt},
                    slo={"ttft_ms": slo.ttft * 1e3, "tpot_ms": slo.tpot * 1e3,
@@ -191,11 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         sweep = Sweep(run, coarse, s.seeds, s.stop_below, s.min_rates, s.max_rates, deadline=deadline,
                       run_s=expected_run_s(trace_for(s, coarse[-1], s.seeds[0]), costs,
                                            run_cap(trace_for(s, coarse[-1], s.seeds[0]), slo)),
-                      done=done, on_run=on_run)
+                      done=reusable(earlier.get("runs", [])), on_run=on_run)
         sweep.runs = results["runs"]
         results["chosen"] = {}
         try:
-            for name in ("chunked", "streams", "pd", "pd-overlap", "policy", "static", "static-overlap"):
+            for name in ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy"):
                 if name not in s.schedulers:
                     continue
                 first = s.admission[0]
