@@ -27,6 +27,28 @@ def _software_supported() -> bool:
     return _C.installed_driver_version() >= _C.feature_version.locality_domains
 
 
+def _nvml_device_count() -> int:
+    """CUDA's visible devices as NVML counts them (-1 when it cannot), which initialises no driver."""
+    try:
+        return int(_torch_cuda._device_count_nvml())
+    except (AttributeError, OSError, RuntimeError):
+        return -1
+
+
+def _checked_device(device_id: object) -> int | None:
+    """``device_id`` checked as every call of the package checks it, on any driver: a wrong type
+    is a TypeError, a negative index or one the machine does not have a RuntimeError (the
+    core's). None stays None. NVML is asked first so that a valid device initialises nothing;
+    where it cannot say, or says the device is beyond its count, the driver is asked (it is
+    initialised, no context is made)."""
+    device = as_device_id(device_id)
+    if device is None or _C.installed_driver_version() == 0:
+        return device
+    if _C.driver_initialized() or not 0 <= device < _nvml_device_count():
+        _C.resolve_device(device)
+    return device
+
+
 def get_num_locality_domains(device_id: int | None = None) -> int:
     """The device's locality-domain count as CUDA reports it.
 
@@ -35,11 +57,12 @@ def get_num_locality_domains(device_id: int | None = None) -> int:
     the query makes no context (initialising the driver can still keep CUDA from working in
     children forked afterwards). ``None`` means PyTorch's current device, which initialises
     PyTorch's CUDA state if need be. An invalid device is a RuntimeError, a failed driver
-    query a :class:`DriverError`.
+    query a :class:`DriverError`, on every driver.
     """
+    device = _checked_device(device_id)
     if not _software_supported():
         return 1
-    count: int = _C.locality_domain_count(resolve_device(device_id))
+    count: int = _C.locality_domain_count(resolve_device(device))
     return count
 
 
@@ -47,16 +70,17 @@ def is_localization_supported(device_id: int | None = None) -> bool:
     """Whether localization is supported: the device has more than one locality domain.
 
     ``False`` where the software cannot say (as for :func:`get_num_locality_domains`) or the
-    device has at most one domain. It neither initialises the driver nor makes a context:
-    once the driver is initialised (by PyTorch or this package) the driver is asked; before,
-    NVML is asked for a best-effort answer from the architecture and the system's
-    configuration, and a RuntimeError says so when NVML cannot tell. ``None`` means PyTorch's
-    current device if PyTorch has initialised CUDA, else device 0. An invalid device is a
-    RuntimeError, a failed driver query a :class:`DriverError`.
+    device has at most one domain. It makes no context, and initialises the driver only to check
+    a ``device_id`` that NVML cannot count: once the driver is initialised (by PyTorch or this
+    package) the driver is asked; before, NVML is asked for a best-effort answer from the
+    architecture and the system's configuration, and a RuntimeError says so when NVML cannot
+    tell. ``None`` means PyTorch's current device if PyTorch has initialised CUDA, else device
+    0. An invalid device is a RuntimeError, a failed driver query a :class:`DriverError`, on
+    every driver.
     """
+    device = _checked_device(device_id)
     if not _software_supported():
         return False
-    device = as_device_id(device_id)
     if device is None:
         device = _C.current_device() if _torch_cuda.is_initialized() else 0
     if not _C.driver_initialized():
