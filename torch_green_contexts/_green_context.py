@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+import inspect
+from typing import Any, Sequence, overload
 
 import torch
 
 from ._device import resolve_device
+from ._legacy_create import keyword_form
 from ._native import _C
 from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
@@ -76,6 +78,7 @@ class GreenContext:
         self._adopt_native(native)
         return self
 
+    @overload
     @staticmethod
     def create(
         *,
@@ -84,15 +87,20 @@ class GreenContext:
         workqueue_scope: str | None = None,
         workqueue_concurrency_limit: int | None = None,
         device_id: int | None = None,
-    ) -> GreenContext:
-        """Create a green context; the same as calling ``GreenContext(...)``."""
-        return GreenContext(
-            num_sms=num_sms,
-            sm_partition=sm_partition,
-            workqueue_scope=workqueue_scope,
-            workqueue_concurrency_limit=workqueue_concurrency_limit,
-            device_id=device_id,
-        )
+    ) -> GreenContext: ...
+
+    @overload
+    @staticmethod
+    def create(num_sms: int, device_id: int = 0, /) -> GreenContext: ...  # torch 2.9-2.14's form
+
+    @staticmethod
+    def create(*args: Any, **kwargs: Any) -> GreenContext:
+        """Create a green context; the same as calling ``GreenContext(...)``. The arguments are
+        keyword-only, as in torch 2.15; torch 2.9-2.14's ``create(num_sms, device_id=0)`` with
+        positions still works and warns (FutureWarning) that it will stop working."""
+        if args:
+            kwargs = keyword_form(args, kwargs)
+        return GreenContext(**kwargs)
 
     @staticmethod
     def split(
@@ -207,3 +215,14 @@ class GreenContext:
 
     def __repr__(self) -> str:
         return f"GreenContext(device_id={self.device_id}, sm_count={self.sm_count})"
+
+
+
+def _report_keyword_signature() -> None:
+    """``GreenContext.create`` reports torch 2.15's keyword-only signature: ``__init__``'s."""
+    init = inspect.signature(GreenContext.__init__)
+    keywords = init.replace(parameters=list(init.parameters.values())[1:], return_annotation="GreenContext")
+    GreenContext.create.__signature__ = keywords  # type: ignore[attr-defined]
+
+
+_report_keyword_signature()
