@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(
         lambda: SMPartition.from_device(),
         lambda: SMPartition.from_device(0),
         lambda: tgc.driver_version(),
+        lambda: tgc.sm_count(),
     ],
 )
 def test_no_driver_is_a_clear_runtime_error(call):

@@ -23,6 +23,7 @@ def sm_count(stream: torch.cuda.Stream | None = None) -> int:
     out again for a stream of another context.
     """
     if stream is None:
+        _C.device_count()  # the driver first: without one, its error and not PyTorch's
         count: int = _C.current_stream_sm_count()
         return count
     if isinstance(stream, GreenContextStream):

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "driver_api.h"
+#include "errors.h"
 #include "split_internal.h"
 
 namespace tgc::split_detail {
@@ -28,9 +29,20 @@ SplitResult split_native(const SmPartition& input, const std::vector<GroupReques
   }
   std::vector<abi::CUdevResource> results(requests.size(), abi::zeroed_resource());
   abi::CUdevResource remainder = abi::zeroed_resource();
-  api.check(split_fn(results.data(), static_cast<unsigned>(requests.size()), &input.resource(),
-                     &remainder, 0, params.data()),
-            "cuDevSmResourceSplit");
+  const abi::CUresult result = split_fn(results.data(), static_cast<unsigned>(requests.size()),
+                                        &input.resource(), &remainder, 0, params.data());
+  // The driver says only INVALID_VALUE (or INVALID_RESOURCE_CONFIGURATION) for a count it cannot
+  // give; the emulated path, tried on the same request, names the group, the count and the
+  // nearest counts. Where it finds nothing wrong, the driver's error stands.
+  if (result == abi::CUDA_ERROR_INVALID_VALUE || result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION) {
+    try {
+      split_emulated(input, requests);
+    } catch (const ValueError&) {
+      throw;
+    } catch (const std::exception&) {
+    }
+  }
+  api.check(result, "cuDevSmResourceSplit");
 
   SplitResult out;
   for (const abi::CUdevResource& group : results) {
