@@ -28,3 +28,28 @@ def test_a_count_the_split_cannot_give_is_a_value_error_naming_group_count_and_n
         version,
     )
     assert out.strip() == ("emulated" if version < 13010 else "native")
+
+
+@needs_sim
+@pytest.mark.parametrize("value, ok", [("abc", False), ("-1", False), ("4k", False), (" 5", False), ("5", True),
+                                       ("0", True), ("", True)])
+def test_the_idle_limit_variable_is_refused_unless_a_whole_number(value, ok):
+    out = run_on_sim(
+        f"""
+        from torch_green_contexts import GreenContext
+        error = None
+        try:
+            GreenContext(num_sms=8, device_id=0)
+            GreenContext.split(num_sms=(8, 8), device_id=0)
+        except Exception as e:
+            error = e
+        if {ok!r}:
+            assert error is None, error
+        else:
+            assert type(error) is ValueError, repr(error)
+            assert "TORCH_GREEN_CONTEXTS_IDLE_LIMIT={value!r}" in str(error) and "whole number" in str(error), error
+        print("ok")
+        """,
+        13000, TORCH_GREEN_CONTEXTS_IDLE_LIMIT=value,
+    )
+    assert out.strip() == "ok"

@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "driver_api.h"
+#include "errors.h"
 #include "stream_sm_count.h"
 
 namespace tgc {
@@ -16,15 +19,30 @@ namespace tgc {
 namespace {
 constexpr std::size_t kDefaultIdleLimit = 16;
 
-std::size_t initial_limit() {
-  const char* text = std::getenv(idle_limit_env());
-  if (text == nullptr || text[0] == '\0' || text[0] == '-') return kDefaultIdleLimit;
+// The variable's value as a limit; nullopt when it is not a whole number 0 or more.
+std::optional<std::size_t> parse_limit(const char* text) {
+  if (text[0] < '0' || text[0] > '9') return std::nullopt;
   char* end = nullptr;
-  unsigned long value = std::strtoul(text, &end, 10);
-  if (end == text || *end != '\0') return kDefaultIdleLimit;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0') return std::nullopt;
   return static_cast<std::size_t>(value);
 }
+
+std::size_t initial_limit() {
+  const char* text = std::getenv(idle_limit_env());
+  if (text == nullptr || text[0] == '\0') return kDefaultIdleLimit;
+  return parse_limit(text).value_or(kDefaultIdleLimit);  // check_idle_limit_env() refuses it
+}
 }  // namespace
+
+void check_idle_limit_env() {
+  const char* text = std::getenv(idle_limit_env());
+  if (text == nullptr || text[0] == '\0' || parse_limit(text)) return;
+  throw ValueError(std::string(idle_limit_env()) + "='" + text +
+                   "' is not a number of idle green contexts to keep: give a whole number, 0 or more "
+                   "(0 destroys contexts as they are dropped; unset, " + std::to_string(kDefaultIdleLimit) +
+                   " are kept)");
+}
 
 const char* idle_limit_env() { return "TORCH_GREEN_CONTEXTS_IDLE_LIMIT"; }
 

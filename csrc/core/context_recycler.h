@@ -162,5 +162,8 @@ class ContextRecycler {
 
 // The environment variable that sets the recycler's initial limit (default 16).
 const char* idle_limit_env();
+// ValueError when that variable is set to anything but a whole number 0 or more (the recycler
+// then keeps the default); called before every context is made.
+void check_idle_limit_env();
 
 }  // namespace tgc

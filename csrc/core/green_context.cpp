@@ -100,6 +100,7 @@ GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
                                              Kind kind) {
   const DriverApi& api = driver();
   api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  check_idle_limit_env();
   if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
   Prepared out;
   out.device = device;

@@ -1912,6 +1912,19 @@ TEST(IdleLimit, ReadFromTheEnvironmentWhenTheRecyclerIsMade) {
   if (expected == nullptr) GTEST_SKIP() << "needs TGC_TEST_EXPECTED_IDLE_LIMIT";
   const std::size_t limit = std::strtoul(expected, nullptr, 10);
   EXPECT_EQ(ContextRecycler::instance().limit(), limit);
+  // A value that is not a whole number keeps the default and is refused where contexts are made.
+  const std::string given = std::getenv(idle_limit_env());
+  if (given.find_first_not_of("0123456789") == std::string::npos) {
+    EXPECT_NO_THROW(check_idle_limit_env());
+  } else {
+    try {
+      check_idle_limit_env();
+      FAIL() << "no error for " << given;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("TORCH_GREEN_CONTEXTS_IDLE_LIMIT='" + given + "'"), std::string::npos)
+          << e.what();
+    }
+  }
   ::setenv(idle_limit_env(), "3", 1);
   EXPECT_EQ(ContextRecycler::instance().limit(), limit) << "read once";
   ContextRecycler::instance().set_limit(limit + 1);
