@@ -2,6 +2,7 @@
 built from known figures, fake layouts and fences, and fake CUDA events whose timings the test
 sets. (tests/gpu/test_gpu_policy.py runs them on a GPU.)"""
 
+import json
 import math
 
 import pytest
@@ -396,3 +397,27 @@ def test_policy_needs_profiled_layouts():
         SplitPolicy(make_profile(), FakeLayouts((0,)), slo_us=5000)
     with pytest.raises(TypeError, match="LatencyProfile"):
         SplitPolicy(result_for(8), FakeLayouts(), slo_us=5000)
+
+
+def test_from_json_of_the_wrong_kind_or_damaged_json_is_a_value_error_saying_what_it_wanted():
+    from torch_green_contexts.sizing import LayoutProfile, SizingResult
+
+    prof = make_profile()
+    sizing_json = prof.entries[0][1].to_json()
+    layout_json = json.dumps({"kind": "LayoutProfile", "layouts": [], "settings": {}})
+    cases = [
+        (LatencyProfile, sizing_json, "it is the JSON of a SizingResult; read it with SizingResult.from_json"),
+        (LatencyProfile, layout_json, "it is the JSON of a LayoutProfile"),
+        (SizingResult, prof.to_json(), "it is the JSON of a LatencyProfile"),
+        (LayoutProfile, prof.to_json(), "not the JSON of a LayoutProfile"),
+        (SizingResult, "[1, 2]", "its top level is a JSON list"),
+        (LatencyProfile, json.dumps({"params": [1], "settings": {}}), "it has no 'results'"),
+        (LatencyProfile, "{not json", "Expecting property name"),
+    ]
+    for cls, text, message in cases:
+        with pytest.raises(ValueError, match=message):
+            cls.from_json(text)
+    damaged = json.loads(prof.to_json())
+    del damaged["results"][0]["plain"]
+    with pytest.raises(ValueError, match="a damaged LatencyProfile JSON .*KeyError 'plain'"):
+        LatencyProfile.from_json(json.dumps(damaged))

@@ -11,6 +11,7 @@ import math
 import numbers
 from typing import Any
 
+from ._json_input import json_object, reading
 from ._sizing_result import SizingResult, _check_percentile
 
 
@@ -95,11 +96,12 @@ class LatencyProfile:
 
     @classmethod
     def from_json(cls, text: str) -> LatencyProfile:
-        data = json.loads(text)
-        results = [SizingResult.from_dict(r) for r in data["results"]]
-        if len(results) != len(data["params"]):
-            raise ValueError("a profile's JSON needs one result per parameter")
-        return cls(tuple(zip(data["params"], results)), data["settings"])
+        data = json_object(text, "LatencyProfile")
+        with reading("LatencyProfile"):
+            results = [SizingResult.from_dict(r) for r in data["results"]]
+            if len(results) != len(data["params"]):
+                raise ValueError("a profile's JSON needs one result per parameter")
+            return cls(tuple(zip(data["params"], results)), data["settings"])
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per SM count, one column per parameter, each cell the

@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any, Sequence
 
+from ._json_input import json_object, reading
 from ._stats import percentile
 
 PERCENTILES = (50, 90, 99)
@@ -133,7 +134,9 @@ class SizingResult:
 
     @classmethod
     def from_json(cls, text: str) -> SizingResult:
-        return cls.from_dict(json.loads(text))
+        data = json_object(text, "SizingResult")
+        with reading("SizingResult"):
+            return cls.from_dict(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SizingResult:

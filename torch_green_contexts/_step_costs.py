@@ -9,6 +9,7 @@ import dataclasses
 import json
 from typing import Any, Hashable, Iterable
 
+from ._json_input import json_object, reading
 from ._sizing_result import Latency, _check_percentile
 
 Point = tuple[int, int]  # (decode batch size, total context tokens of the batch)
@@ -140,18 +141,18 @@ class LayoutProfile:
 
     @classmethod
     def from_json(cls, text: str) -> LayoutProfile:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("kind") != "LayoutProfile":
-            raise ValueError("not the JSON of a LayoutProfile (LayoutProfile.to_json writes it)")
+        data = json_object(text, "LayoutProfile")
         measured: dict[Hashable, dict[Point, Latency]] = {}
         layouts: dict[Hashable, tuple[int, int, int]] = {}
         loaded: dict[Hashable, bool] = {}
-        for entry in data["layouts"]:
-            key = key_of(entry["key"])
-            layouts[key] = tuple(entry["sm_counts"])
-            loaded[key] = bool(entry["loaded"])
-            measured[key] = {(p["batch"], p["context_tokens"]): Latency(**p["latency_us"]) for p in entry["points"]}
-        return cls(measured, layouts, loaded, data["settings"])
+        with reading("LayoutProfile"):
+            for entry in data["layouts"]:
+                key = key_of(entry["key"])
+                layouts[key] = tuple(entry["sm_counts"])
+                loaded[key] = bool(entry["loaded"])
+                measured[key] = {(p["batch"], p["context_tokens"]): Latency(**p["latency_us"])
+                                 for p in entry["points"]}
+            return cls(measured, layouts, loaded, data["settings"])
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per layout, its SM counts and its fitted cost model."""
