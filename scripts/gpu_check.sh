@@ -10,6 +10,9 @@
 # BENCH_ONLY=layouts,membound limits the benchmark suites; SERVING_ARGS are passed to
 # examples/serving.py (e.g. "--deadline-us 1500").
 set -uo pipefail
+for arg in "$@"; do  # before anything is installed
+  case "$arg" in -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+done
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-logs}
 mkdir -p "$OUT"

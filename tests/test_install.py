@@ -120,3 +120,24 @@ def test_runner_installs_before_the_program(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "torch_green_contexts.run"], capture_output=True, text=True,
                            timeout=300)
     assert usage.returncode == 2 and "python -m torch_green_contexts.run" in usage.stdout
+
+
+def test_runner_names_a_missing_program_in_one_line(tmp_path):
+    for args, message in (([str(tmp_path / "missing.py")], "cannot open"), (["-m", "no_such_module_here"],
+                                                                          "no module named 'no_such_module_here'")):
+        result = subprocess.run([sys.executable, "-m", "torch_green_contexts.run", *args], capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 2
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_gpu_check_help_installs_nothing():
+    import pathlib
+
+    script = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "gpu_check.sh"
+    for args in (["--help"], ["--pd", "-h"]):
+        result = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=60,
+                                env={"PATH": "/usr/bin:/bin", "OUT": "/nonexistent/should-not-be-made"})
+        assert result.returncode == 0, result.stderr
+        assert "bash scripts/gpu_check.sh [--bench]" in result.stdout and "build ok" not in result.stdout

@@ -16,6 +16,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help") or (args[0] == "-m" and len(args) < 2):
         print(__doc__.strip())
         return 0 if args and args[0] in ("-h", "--help") else 2
+    if args[0] != "-m" and not os.path.isfile(args[0]):
+        print(f"python -m torch_green_contexts.run: cannot open {args[0]!r}: no such file", file=sys.stderr)
+        return 2
+    if args[0] == "-m":
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(args[1])
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            print(f"python -m torch_green_contexts.run: no module named {args[1]!r}", file=sys.stderr)
+            return 2
     import torch_green_contexts
 
     torch_green_contexts.install()
