@@ -19,8 +19,8 @@ then measures request latency (p50, p99) and training steps/s, idle and together
 
 Requests replay a CUDA graph of the forward pass, captured once per partition, as servers do
 for their decode steps (``--eager`` launches them op by op instead; Python's launch overhead
-then dominates on large partitions). It writes ``serving.json``, ``serving.png`` (the
-comparison) and ``sizing.png`` (the sweep).
+then dominates on large partitions). It writes ``serving.json`` and ``sizing.json`` first, then,
+with matplotlib installed, ``serving.png`` (the comparison) and ``sizing.png`` (the sweep).
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ import torch
 
 import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, observed_sm_ids, sizing
+
+try:
+    from examples._plots import optional_plot
+except ImportError:  # run as a script: python examples/serving.py
+    from _plots import optional_plot  # type: ignore[no-redef]
 
 SERVER = dict(layers=4, d_model=1024, heads=16, ff=4096, batch=4, tokens=256)
 TRAINER = dict(layers=4, d_model=2048, heads=16, ff=8192, batch=8, tokens=1024)
@@ -259,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
                                rounds=1 if args.quick else 2, samples=5 if args.quick else 15,
                                progress=not args.quiet)
         results["sizing"] = sweep.to_dict()
-        sweep.plot(os.path.join(args.out, "sizing.png"), deadline_us=args.deadline_us)
+        with open(os.path.join(args.out, "sizing.json"), "w") as f:  # before anything optional
+            f.write(sweep.to_json())
+        optional_plot(sweep.plot, os.path.join(args.out, "sizing.png"), deadline_us=args.deadline_us)
         print(sweep.table())
         print(f"sizing sweep of {len(sweep.rows)} counts took {sweep.settings['seconds']:.1f} s")
         sized = sweep.smallest_meeting(args.deadline_us)
@@ -285,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     results["sized_split_meets_deadline"] = sized_p99 <= args.deadline_us
     with open(os.path.join(args.out, "serving.json"), "w") as f:
         json.dump(results, f, indent=1)
-    plot(results, os.path.join(args.out, "serving.png"))
+    optional_plot(lambda path: plot(results, path), os.path.join(args.out, "serving.png"))
     print(table(results))
     print(f"sized split ({sized} SMs): p99 beside training {sized_p99:.0f} us, deadline {args.deadline_us:g} us: "
           f"{'met' if results['sized_split_meets_deadline'] else 'NOT met'}")

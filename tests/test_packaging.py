@@ -75,6 +75,20 @@ def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
     files = _wheel_files(wheel)
     assert any(name.endswith("py.typed") for name in files)
     assert "torch_green_contexts/compat/flashinfer.py" in files and "torch_green_contexts/compat/sglang.py" in files
+    assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in files)
+    metadata = _wheel_text(wheel, "METADATA")
+    for line in ("Author: The torch_green_contexts developers", "Provides-Extra: examples",
+                 "Requires-Dist: matplotlib; extra == \"examples\"", "Requires-Dist: torch>=2.6"):
+        assert line in metadata, line
+    assert "imports only under the torch it was compiled against" in metadata
+
+
+def _wheel_text(wheel, name):
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        (path,) = [p for p in archive.namelist() if p.endswith(".dist-info/" + name)]
+        return archive.read(path).decode()
 
 
 def _wheel_files(wheel):

@@ -41,6 +41,7 @@ import sys
 import time
 from typing import Any
 
+from .._plots import optional_plot
 from . import cli
 from .estimates import capacity, expected_run_s, rates_from, run_cap
 from .metrics import METRICS, Slo
@@ -257,12 +258,8 @@ def finish(results: dict[str, Any], s: cli.Settings, began: float) -> None:
 
     dump(results, os.path.join(s.out, "results.json"))
     if results["schedulers"]:
-        try:
-            for metric in METRICS:
-                plot(results, os.path.join(s.out, f"goodput-{metric}.png"), metric)
-        except ImportError:
-            print("no plots: matplotlib is not installed (pip install matplotlib); results.json has every figure",
-                  file=sys.stderr)
+        for metric in METRICS:
+            optional_plot(lambda path: plot(results, path, metric), os.path.join(s.out, f"goodput-{metric}.png"))
     print(table(results))
     print(json.dumps(results["comparison"], indent=1))
     print(f"results in {s.out}/ ({results['elapsed_s'] / 60:.1f} min)")
