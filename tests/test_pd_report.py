@@ -135,3 +135,9 @@ def test_tables_and_plots(tmp_path):
         path = tmp_path / f"{metric}.png"
         assert plot(results, str(path), metric) == str(path)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_help_states_every_default():
+    for action in cli.parser()._actions:
+        if action.option_strings and action.dest not in ("help", "quick", "quiet"):
+            assert "default" in (action.help or ""), action.option_strings

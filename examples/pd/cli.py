@@ -181,12 +181,12 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--max-rates", type=int, help="most rates per configuration and seed (default 8; 3 with --quick)")
     add("--time-budget-s", type=float, help="start no run that would end later than this after start-up; the "
         "results say what is left, and --resume continues (default: no limit)")
-    add("--resume", help="an earlier results.json: its runs with the same settings are reused, not repeated")
+    add("--resume", help="an earlier results.json: its runs with the same settings are reused, not repeated (default: none)")
     add("--poll-us", type=float, default=50.0, help="how long the host sleeps between looks at a step in "
         "flight, microseconds; 0 spins (default 50)")
     add("--attention", choices=("flash", "sdpa"), default="flash", help="decode attention (default flash)")
-    add("--profile", help="the split policy's latency profile (sizing.profile JSON) to read instead of measuring it")
-    add("--layout-profile", help="the layout profile (sizing.profile_layouts JSON) to read instead of measuring it")
+    add("--profile", help="the split policy's latency profile (sizing.profile JSON) to read instead of measuring it (default: measure it)")
+    add("--layout-profile", help="the layout profile (sizing.profile_layouts JSON) to read instead of measuring it (default: measure it)")
     add("--profile-rounds", type=int, help="rounds of the profiles (default 2; 1 with --quick)")
     add("--profile-samples", type=int, help="timed calls per profile variant and round (default 10; 5 with --quick)")
     add("--context", type=int, default=2048, help="tokens per request in the reference decode step and the "
