@@ -28,6 +28,11 @@ try:
     runpy.run_path(os.path.join(HERE, "torch_green_contexts", "_torch_version.py"))["check_torch"](torch.__version__)
 except ImportError as error:
     sys.exit(str(error))
+if torch.version.cuda is None:
+    sys.exit(
+        f"torch_green_contexts needs a CUDA build of PyTorch; torch {torch.__version__} here has no CUDA "
+        "(a CPU-only or ROCm build): install a CUDA build of torch (see pytorch.org), then build again"
+    )
 
 
 def cuda_include_dirs():
