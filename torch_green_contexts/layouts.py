@@ -3,9 +3,11 @@
 A server that sizes its latency partition per step (more SMs for a large decode batch, fewer
 when prefill must catch up) keeps one split per size and picks one each step::
 
+    from torch_green_contexts import SMPartition
     from torch_green_contexts.layouts import Layouts
 
-    with Layouts([0, 16, 32, 64, 132], ordering="per_role") as layouts:
+    total = SMPartition.from_device().sm_count            # 132 on an H200
+    with Layouts([0, 16, 32, 64, total], ordering="per_role") as layouts:
         for batch in steps:
             step = layouts.switch(sms_for(batch))      # a few microseconds, no host wait
             with torch.cuda.stream(step.latency_stream):

@@ -2,11 +2,12 @@
 
 ::
 
-    from torch_green_contexts import sizing
+    from torch_green_contexts import SMPartition, sizing
     from torch_green_contexts.layouts import Layouts
     from torch_green_contexts.pd_policy import PrefillDecodePolicy
 
-    layouts = Layouts([0, 16, 132], overlapped=[(16, 64), (32, 32)], ordering="per_role")
+    total = SMPartition.from_device().sm_count                    # 132 on an H200
+    layouts = Layouts([0, 16, total], overlapped=[(16, 64), (32, 32)], ordering="per_role")
     profile = sizing.profile_layouts(decode_step_for, [(8, 8_000), (64, 128_000)], layouts, load=prefill_chunk)
     policy = PrefillDecodePolicy(profile, layouts, tpot_slo_us=20_000)
     while serving:

@@ -3,12 +3,13 @@ corrected online by what the steps it hands out actually take.
 
 ::
 
-    from torch_green_contexts import sizing
+    from torch_green_contexts import SMPartition, sizing
     from torch_green_contexts.layouts import Layouts
     from torch_green_contexts.policy import SplitPolicy
 
     profile = sizing.profile(decode_step_for, [1, 8, 16, 32, 64, 128], load=prefill_piece, graph=True)
-    layouts = Layouts([0, 16, 32, 64, 132], ordering="per_role")
+    total = SMPartition.from_device().sm_count                    # 132 on an H200
+    layouts = Layouts([0, 16, 32, 64, total], ordering="per_role")
     policy = SplitPolicy(profile, layouts, slo_us=20_000)
     while serving:
         step = policy.step(len(decode_batch))      # switch to the layout this batch needs
