@@ -56,6 +56,7 @@ def test_defaults_quick_and_workloads():
     (["--attention", "xformers"], "invalid choice"),
     (["--layout-profile", "/nonexistent/profile.json"], "--layout-profile /nonexistent/profile.json: no such file"),
     (["--resume", "/nonexistent/results.json"], "no such file"),
+    (["--profile", "missing.json"], "--profile missing.json: no such file"),
 ])
 def test_bad_options_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
