@@ -374,13 +374,18 @@ TEST_F(NativeSplit, DiscoveryRemainderAndDriverRules) {
   EXPECT_GT(result.groups[1].sm_count(), 0u);
   ASSERT_TRUE(result.remainder.has_value());
   EXPECT_EQ(result.groups[0].sm_count() + result.groups[1].sm_count() + result.remainder->sm_count(), 132u);
+  // Not a multiple of the default co-scheduled count: the driver says INVALID_VALUE, and the
+  // error says which group, which count and the nearest counts, as on the emulated path.
+  const int asked = sim().calls("cuDevSmResourceSplit");
   try {
-    split(whole, {group(12)});  // not a multiple of the default co-scheduled count
+    split(whole, {group(16), group(12)});
     FAIL();
-  } catch (const DriverError& e) {
-    EXPECT_EQ(e.call(), "cuDevSmResourceSplit");
-    EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_INVALID_VALUE"), std::string::npos);
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("group 1: num_sms=12 cannot be given exactly"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("nearest counts it can give: 8, 16"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(sim().calls("cuDevSmResourceSplit"), asked + 1);  // the native path asked the driver first
 }
 
 TEST_F(NativeSplit, LocalityDomains) {
