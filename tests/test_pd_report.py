@@ -142,3 +142,18 @@ def test_help_states_every_default():
     for action in cli.parser()._actions:
         if action.option_strings and action.dest not in ("help", "quick", "quiet"):
             assert "default" in (action.help or ""), action.option_strings
+
+
+def test_kv_slots_are_sized_from_the_free_memory():
+    from examples.pd.__main__ import slots_for
+    from examples.pd.planning import ModelShape
+
+    s, shape = cli.parse([]), ModelShape()
+    # 32 layers: weights 16.1 GB, a slot of 4608 tokens 0.604 GB, a 10 GB reserve, 85% of the free memory.
+    assert slots_for(s, int(150e9), shape) == 96  # an H200: the cap
+    assert slots_for(s, int(79e9), shape) == 67  # an 80 GB card with 79 GB free
+    assert slots_for(cli.parse(["--budgets", "64,128", "--max-slots", "40"]), int(150e9), shape) == 40
+    assert slots_for(cli.parse(["--budgets", "64,512"]), int(150e9), shape) == 63  # below the smallest budget
+    assert slots_for(s, int(30e9), shape) == 0  # not one slot: main() refuses with what it needs
+    long = cli.parse(["--workload", "long-prompt"])
+    assert slots_for(long, int(150e9), shape) == 45
