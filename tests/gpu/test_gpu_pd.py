@@ -5,6 +5,9 @@ command line."""
 from __future__ import annotations
 
 import json
+import pathlib
+import subprocess
+import sys
 
 import torch
 
@@ -59,13 +62,20 @@ def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
     engine.drop_graphs()
 
 
-def test_quick_run_writes_results(tmp_path):
-    from examples.pd.__main__ import main
+def _example(argv):
+    """``python -m examples.pd`` in a fresh interpreter, so that nothing it leaves behind (the
+    allocator's blocks, idle contexts, loaded modules) reaches the tests after it."""
+    root = pathlib.Path(__file__).resolve().parent.parent.parent
+    result = subprocess.run([sys.executable, "-m", "examples.pd", *argv], cwd=root, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
+
+def test_quick_run_writes_results(tmp_path):
     out = tmp_path / "pd"
     argv = ["--quick", "--layers", "2", "--requests", "8", "--quiet", "--out", str(out), "--schedulers",
             "chunked,streams,static,static-overlap,pd,pd-overlap,policy", "--overlapped", "16/64,32/32"]
-    assert main(argv) == 0
+    _example(argv)
     results = json.loads((out / "results.json").read_text())
     assert set(results["schedulers"]) == {"chunked", "streams", "static", "static-overlap", "pd", "pd-overlap", "policy"}
     measured = [r for r in results["runs"] if not r["skipped"]]
@@ -73,14 +83,14 @@ def test_quick_run_writes_results(tmp_path):
                for r in measured if r["summary"]["attainment"] == 1.0)
     assert {r["order"] for r in measured} == {"fcfs", "spf"}
     lanes = {lane for r in measured if r["scheduler"] == "pd-overlap" for lane in r["summary"]["steps_per_lane"]}
-    assert lanes and lanes <= {"o0", "o132", "o16/64", "o32/32"} | {f"o{props_sm_count()}"}
+    assert lanes and lanes <= {"o0", "o16/64", "o32/32", f"o{props_sm_count()}"}
     for metric in ("distserve", "p99"):
         assert (out / f"goodput-{metric}.png").stat().st_size > 1000
     assert (out / "layout-profile.json").exists() and (out / "profile.json").exists()
     # A resumed sweep with the same settings reuses every run.
     again = tmp_path / "again"
-    assert main(argv + ["--out", str(again), "--resume", str(out / "results.json"), "--layout-profile",
-                        str(out / "layout-profile.json"), "--profile", str(out / "profile.json")]) == 0
+    _example(argv + ["--out", str(again), "--resume", str(out / "results.json"), "--layout-profile",
+                     str(out / "layout-profile.json"), "--profile", str(out / "profile.json")])
     assert json.loads((again / "results.json").read_text())["runs"] == results["runs"]
 
 
