@@ -32,6 +32,15 @@ PRELUDE = textwrap.dedent(
     def live(kind):
         return SIM.tgc_sim_live(kind.encode())
 
+    def fails(call, error, text):
+        # `call` raises `error` (exactly that type or a subclass) with `text` in its message.
+        try:
+            call()
+        except error as caught:
+            assert text in str(caught), caught
+        else:
+            raise AssertionError(f"no {{error.__name__}}")
+
     def raised(call):
         try:
             call()

@@ -215,12 +215,7 @@ SIZING = textwrap.dedent(
         (lambda: Layouts([8, 133], device_id=0), ValueError, "between 0 (every SM to batch work) and 132"),
         (lambda: Layouts([8], device_id=3), RuntimeError, "valid device_id: 0..0"),
     ):
-        try:
-            call()
-        except error as caught:
-            assert text in str(caught), caught
-        else:
-            raise AssertionError(f"no {error.__name__}")
+        fails(call, error, text)
     print("ok", counts)
     """
 )
@@ -231,24 +226,13 @@ SIZING = textwrap.dedent(
 def test_sizing_counts_and_checks_against_the_simulated_driver(version):
     """The counts the sweep would measure, read from the driver on the emulated (12.4, 13.0) and
     native (13.4) split paths, and the checks that need a device."""
-    env = dict(os.environ, TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY=str(LIBRARY), TGC_SIM_DRIVER_VERSION=str(version),
-               CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", SIZING], env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout.startswith("ok"), result.stdout + result.stderr
+    assert run_on_sim(SIZING, version, timeout=120).startswith("ok")
 
 
 UNION = textwrap.dedent(
     """
     from torch_green_contexts import GreenContext, SMPartition
     from torch_green_contexts.layouts import Layouts
-
-    def fails(call, error, text):
-        try:
-            call()
-        except error as caught:
-            assert text in str(caught), caught
-        else:
-            raise AssertionError(f"no {error.__name__}")
 
     whole = SMPartition.from_device(0)
     groups, rest = whole.split(num_sms=(8, 16, 0), coscheduled_sm_count=2, backfill=(False, False, True))

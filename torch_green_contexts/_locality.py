@@ -10,7 +10,7 @@ import torch
 
 from ._device import resolve_device
 from ._native import _C
-from ._nvml_locality import localization_support
+from ._nvml_locality import localization_support, visible_device_count
 from ._validation import as_device_id
 
 # torch.cuda.is_initialized is untyped in some releases.
@@ -27,14 +27,6 @@ def _software_supported() -> bool:
     return _C.installed_driver_version() >= _C.feature_version.locality_domains
 
 
-def _nvml_device_count() -> int:
-    """CUDA's visible devices as NVML counts them (-1 when it cannot), which initialises no driver."""
-    try:
-        return int(_torch_cuda._device_count_nvml())
-    except (AttributeError, OSError, RuntimeError):
-        return -1
-
-
 def _checked_device(device_id: object) -> int | None:
     """``device_id`` checked as every call of the package checks it, on any driver: a wrong type
     is a TypeError, a negative index or one the machine does not have a RuntimeError (the
@@ -44,7 +36,7 @@ def _checked_device(device_id: object) -> int | None:
     device = as_device_id(device_id)
     if device is None or _C.installed_driver_version() == 0:
         return device
-    if _C.driver_initialized() or not 0 <= device < _nvml_device_count():
+    if _C.driver_initialized() or not 0 <= device < visible_device_count():
         _C.resolve_device(device)
     return device
 

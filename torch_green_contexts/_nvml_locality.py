@@ -34,13 +34,21 @@ def _under_mps() -> bool:
     )
 
 
+def visible_device_count() -> int:
+    """CUDA's visible devices as NVML counts them (-1 when it cannot), which initialises no driver."""
+    try:
+        return int(_torch_cuda._device_count_nvml())
+    except (AttributeError, OSError, RuntimeError):
+        return -1
+
+
 def localization_support(device_id: int) -> bool | None:
     """True if CUDA device ``device_id`` is a GPU with several locality domains, False if it
     has one, None if NVML cannot tell (the caller must then ask CUDA itself)."""
     if _under_mps():
         return None
     try:
-        if not 0 <= device_id < _torch_cuda._device_count_nvml():
+        if not 0 <= device_id < visible_device_count():
             return None
         visible = _torch_cuda._parse_visible_devices()
         nvml = _load()

@@ -23,8 +23,12 @@ def sm_count(stream: torch.cuda.Stream | None = None) -> int:
     out again for a stream of another context.
     """
     if stream is None:
-        _C.device_count()  # the driver first: without one, its error and not PyTorch's
-        count: int = _C.current_stream_sm_count()
+        try:
+            count: int = _C.current_stream_sm_count()
+        except Exception:
+            if _C.installed_driver_version() == 0:
+                _C.device_count()  # no driver: its error, not PyTorch's
+            raise
         return count
     if isinstance(stream, GreenContextStream):
         return stream._green_context.sm_count

@@ -238,7 +238,7 @@ def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any, trace_f
     """What the sweep is expected to cost, printed before it starts."""
     per_run = [expected_run_s(trace_for(s, r, s.seeds[0]), costs, s.duration_cap_s or run_cap(
         trace_for(s, r, s.seeds[0]), slo)) for r in coarse]
-    families = [n for n in s.schedulers]
+    families = s.schedulers
     configs = sum(len(s.budgets) if n == "chunked" else s.static_candidates if n.startswith("static") else 1
                   for n in families) + 2 * (len(s.admission) - 1) * len(families)
     coarse_s = configs * sum(per_run)

@@ -44,7 +44,7 @@ class Order:
         return (1, request.prompt, request.arrival, request.id)
 
     def sort(self, requests: list[Request], now: float) -> None:
-        if self.name != "fcfs" or len(requests) > 1:
+        if self.name != "fcfs" and len(requests) > 1:  # FCFS: they joined in arrival order
             requests.sort(key=lambda r: self.key(r, now))
 
     @property

@@ -89,54 +89,16 @@ class StaticLanes:
         return HandoffMarker(self.layouts.handoff())
 
 
-class PolicyLanes:
-    """The layout ``policy`` picks per decode step; ``policy.done()`` after each launch."""
+class _ChosenLanes:
+    """The lanes of every layout of ``layouts`` (by ``keys``), one chosen per step by
+    ``policy``; ``policy.done()`` after each launch, a handoff per request."""
 
-    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
+    def __init__(self, policy: Any, layouts: Any, keys: Sequence[Any], prefix: str) -> None:
         self.policy, self.layouts = policy, layouts
-        self.lanes = {k: layout_lane(layouts[k], prefix) for k in layouts.counts}
-        self._by_sms = {int(layouts[k].sm_count): self.lanes[k] for k in layouts.counts}
+        self.lanes = {k: layout_lane(layouts[k], prefix) for k in keys}
 
     def all(self) -> list[Lane]:
         return list(self.lanes.values())
-
-    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
-        return self._by_sms[int(self.policy.step(bucket).sm_count)]
-
-    def idle_lane(self) -> Lane:
-        k = self.policy.choose(0)
-        self.layouts.switch(k)
-        return self.lanes[k]
-
-    def launched(self) -> None:
-        self.policy.done()
-
-    def marker(self, lane: Lane) -> Marker:
-        return HandoffMarker(self.layouts.handoff())
-
-
-def _finite_us(seconds: float | None) -> float | None:
-    if seconds is None:
-        return None
-    return max(-1e12, min(1e12, seconds * 1e6))
-
-
-class TwoSloLanes:
-    """The layout ``policy`` (a ``PrefillDecodePolicy`` over ``layouts``) picks per step."""
-
-    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
-        self.policy, self.layouts = policy, layouts
-        self.lanes = {k: layout_lane(layouts[k], prefix) for k in layouts.keys}
-
-    def all(self) -> list[Lane]:
-        return list(self.lanes.values())
-
-    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
-        if state is None:
-            state = StepState(bucket, 0, 0, 0.0, None)
-        layout = self.policy.step(bucket, state.context_tokens, prefill_tokens=state.prefill_tokens,
-                                  tpot_slack_us=_finite_us(state.tpot_slack_s), ttft_slack_us=_finite_us(state.ttft_slack_s))
-        return self.lanes[layout.key]
 
     def idle_lane(self) -> Lane:
         key = self.policy.choose(0)
@@ -148,6 +110,37 @@ class TwoSloLanes:
 
     def marker(self, lane: Lane) -> Marker:
         return HandoffMarker(self.layouts.handoff())
+
+
+class PolicyLanes(_ChosenLanes):
+    """The layout ``policy`` (a ``SplitPolicy``) picks per decode step's bucket."""
+
+    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
+        super().__init__(policy, layouts, layouts.counts, prefix)
+        self._by_sms = {int(layouts[k].sm_count): self.lanes[k] for k in layouts.counts}
+
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
+        return self._by_sms[int(self.policy.step(bucket).sm_count)]
+
+
+def _finite_us(seconds: float | None) -> float | None:
+    if seconds is None:
+        return None
+    return max(-1e12, min(1e12, seconds * 1e6))
+
+
+class TwoSloLanes(_ChosenLanes):
+    """The layout ``policy`` (a ``PrefillDecodePolicy`` over ``layouts``) picks per step."""
+
+    def __init__(self, policy: Any, layouts: Any, prefix: str = "") -> None:
+        super().__init__(policy, layouts, layouts.keys, prefix)
+
+    def decode_lane(self, bucket: int, state: StepState | None = None) -> Lane:
+        if state is None:
+            state = StepState(bucket, 0, 0, 0.0, None)
+        layout = self.policy.step(bucket, state.context_tokens, prefill_tokens=state.prefill_tokens,
+                                  tpot_slack_us=_finite_us(state.tpot_slack_s), ttft_slack_us=_finite_us(state.ttft_slack_s))
+        return self.lanes[layout.key]
 
 
 class OverlapRunner:
