@@ -82,7 +82,7 @@ class Bench:
                 engine.capture(layout_lane(self.overlapped[k], OVERLAP_PREFIX))
 
     def close(self) -> None:
-        self.engine.drop_graphs()
+        self.engine.close()
         for layouts in (self.disjoint, self.overlapped):
             if layouts is not None:
                 layouts.close()

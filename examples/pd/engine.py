@@ -127,6 +127,19 @@ class Engine:
         torch.cuda.synchronize(self.model.device)
         self.graphs.clear()
 
+    def close(self) -> None:
+        """Free what used the lanes' streams while those streams exist: freeing a pinned host
+        tensor records an event on every stream that copied it, which fails once the stream's
+        green context is destroyed (and aborts the process when it happens at exit)."""
+        self.drop_graphs()
+        self._jobs.clear()
+        self._load = None
+        del self.meta_host, self.out_host
+        torch.cuda.synchronize(self.model.device)
+        empty_host_cache = getattr(torch._C, "_host_emptyCache", None)
+        if empty_host_cache is not None:
+            empty_host_cache()
+
     def _set_rows(self, rows: Sequence[tuple[int, int]], bucket: int) -> None:
         n = len(rows)
         if n:

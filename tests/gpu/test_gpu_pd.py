@@ -5,6 +5,7 @@ command line."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -62,12 +63,12 @@ def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
     engine.drop_graphs()
 
 
-def _example(argv):
+def _example(argv, **env):
     """``python -m examples.pd`` in a fresh interpreter, so that nothing it leaves behind (the
     allocator's blocks, idle contexts, loaded modules) reaches the tests after it."""
     root = pathlib.Path(__file__).resolve().parent.parent.parent
     result = subprocess.run([sys.executable, "-m", "examples.pd", *argv], cwd=root, capture_output=True, text=True,
-                            timeout=600)
+                            timeout=600, env={**os.environ, **env})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
@@ -75,7 +76,7 @@ def test_quick_run_writes_results(tmp_path):
     out = tmp_path / "pd"
     argv = ["--quick", "--layers", "2", "--requests", "8", "--quiet", "--out", str(out), "--schedulers",
             "chunked,streams,static,static-overlap,pd,pd-overlap,policy", "--overlapped", "16/64,32/32"]
-    _example(argv)
+    _example(argv, TORCH_GREEN_CONTEXTS_IDLE_LIMIT="0")  # contexts destroyed once dropped, as in a long sweep
     results = json.loads((out / "results.json").read_text())
     assert set(results["schedulers"]) == {"chunked", "streams", "static", "static-overlap", "pd", "pd-overlap", "policy"}
     measured = [r for r in results["runs"] if not r["skipped"]]
