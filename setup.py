@@ -56,18 +56,29 @@ def cuda_include_dirs():
 
 
 CORE_SOURCES = sorted(glob.glob(os.path.join("csrc", "core", "*.cpp")))
-SOURCES = CORE_SOURCES + [
-    "csrc/bench/driver_baseline.cpp", "csrc/torch/torch_bridge.cpp", "csrc/bindings.cpp"
-]
-
-extension = cpp_extension.CppExtension(
-    name="torch_green_contexts._C",
-    sources=SOURCES,
+BINDING_SOURCES = sorted(p for p in glob.glob(os.path.join("csrc", "python", "*.cpp")) if not p.endswith("bench.cpp"))
+COMMON = dict(
     include_dirs=[os.path.join(HERE, "csrc")] + cuda_include_dirs(),
-    libraries=["c10_cuda", "dl"],
     extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-    define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
 )
+
+extensions = [cpp_extension.CppExtension(
+    name="torch_green_contexts._C",
+    sources=CORE_SOURCES + ["csrc/torch/torch_bridge.cpp"] + BINDING_SOURCES,
+    libraries=["c10_cuda", "dl"],
+    define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
+    **COMMON,
+)]
+# The raw driver calls the benchmarks compare against (benchmarks/), in a module of their own
+# that installs only when asked for: TORCH_GREEN_CONTEXTS_BENCHMARKS=1 pip install ...
+BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
+if os.environ.get(BENCHMARKS_ENV) == "1":
+    extensions.append(cpp_extension.CppExtension(
+        name="torch_green_contexts._bench",
+        sources=CORE_SOURCES + ["csrc/bench/driver_baseline.cpp", "csrc/python/bench.cpp"],
+        libraries=["dl"],
+        **COMMON,
+    ))
 
 class BuildExtension(cpp_extension.BuildExtension):
     """Compiles the extension and records the torch it was compiled against, for the check at
@@ -90,6 +101,6 @@ class BuildExtension(cpp_extension.BuildExtension):
 
 
 setup(
-    ext_modules=[extension],
+    ext_modules=extensions,
     cmdclass={"build_ext": BuildExtension},
 )

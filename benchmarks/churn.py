@@ -10,7 +10,7 @@ import torch
 
 from torch_green_contexts import GreenContext, _C
 
-from .environment import Builtin, host_rss_bytes
+from .environment import Builtin, driver_baselines, host_rss_bytes
 
 MIB = float(1 << 20)
 
@@ -30,8 +30,8 @@ def run(device: int, builtin: Builtin, cycles: int = 200, num_sms: int = 16) -> 
         return cycle
 
     ways: dict[str, Callable[[], Any]] = {
-        "driver: create + destroy only": lambda: _C._bench.raw_create(device, num_sms, True),
-        "driver: the calls of GreenContext(num_sms)": lambda: _C._bench.raw_create(device, num_sms),
+        "driver: create + destroy only": lambda: driver_baselines().raw_create(device, num_sms, True),
+        "driver: the calls of GreenContext(num_sms)": lambda: driver_baselines().raw_create(device, num_sms),
         "ours, recycling off: GreenContext(num_sms)": lambda: GreenContext(num_sms=num_sms, device_id=device),
         "ours, recycling off: GreenContext, Stream(), a matmul": ours_with_work(lambda t: t @ t),
         "ours: GreenContext(num_sms)": lambda: GreenContext(num_sms=num_sms, device_id=device),

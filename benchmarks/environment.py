@@ -174,3 +174,16 @@ def timed(fn: Callable[[], Any]) -> tuple[int, Any]:
     start = time.perf_counter_ns()
     result = fn()
     return time.perf_counter_ns() - start, result
+
+
+def driver_baselines() -> Any:
+    """The module of raw driver calls the host-cost benchmarks compare against
+    (``torch_green_contexts._bench``), built only on request; SystemExit saying how otherwise."""
+    try:
+        from torch_green_contexts import _bench
+    except ImportError:
+        raise SystemExit(
+            "these figures compare against the raw driver calls of torch_green_contexts._bench, which is built "
+            "only on request: TORCH_GREEN_CONTEXTS_BENCHMARKS=1 pip install --no-build-isolation --no-deps -e ."
+        ) from None
+    return _bench

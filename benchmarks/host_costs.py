@@ -14,7 +14,7 @@ from torch_green_contexts import GreenContext, _C, sm_count
 from torch_green_contexts._device import resolve_device
 from torch_green_contexts._validation import as_count
 
-from .environment import Builtin, host_rss_bytes, timed
+from .environment import Builtin, driver_baselines, host_rss_bytes, timed
 from .stats import interleaved, summarize
 
 NS_PER_US = 1000.0
@@ -48,7 +48,7 @@ def stream_cost(device: int, builtin: Builtin, rounds: int = 2000, warmup: int =
     try:
         for _, name in interleaved([*calls, raw_name], rounds):
             if name == raw_name:
-                times[name].append(_C._bench.raw_stream_create(handle, 0)[0])
+                times[name].append(driver_baselines().raw_stream_create(handle, 0)[0])
             else:
                 elapsed, stream = timed(calls[name])
                 times[name].append(elapsed)
@@ -202,7 +202,7 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
 
     runs: dict[str, Callable[[], None]] = {
         ours_name: ours_single,
-        raw_name: raw(raw_name, lambda: _C._bench.raw_create(device, num_sms)),
+        raw_name: raw(raw_name, lambda: driver_baselines().raw_create(device, num_sms)),
         steps_name: ours_steps,
         recycled_name: ours_recycled,
         first_stream_name: ours_first_stream,
@@ -210,9 +210,9 @@ def create_cost(device: int, builtin: Builtin, num_sms: int = 16, rounds: int = 
     }
     if split_sms is not None:
         runs[split_name] = ours_split
-        runs[raw_split] = raw(raw_split, lambda: _C._bench.raw_split_create(device, split_sms[0], False))
+        runs[raw_split] = raw(raw_split, lambda: driver_baselines().raw_split_create(device, split_sms[0], False))
         runs[raw_split_threads] = raw(
-            raw_split_threads, lambda: _C._bench.raw_split_create(device, split_sms[0], True))
+            raw_split_threads, lambda: driver_baselines().raw_split_create(device, split_sms[0], True))
     # Every variant but the recycled one measures real creations and destructions.
     previous_limit = _C.idle_context_limit()
     _C.set_idle_context_limit(0)

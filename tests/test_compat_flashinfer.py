@@ -63,22 +63,6 @@ def test_rounding(count, constraint, expected):
     assert round_up(count, *constraint) == expected
 
 
-def test_which_split_errors_mean_the_sms_do_not_fit():
-    from torch_green_contexts import DriverError
-    from torch_green_contexts.compat._sm_counts import does_not_fit
-
-    def driver(call, code, name):
-        return DriverError(f"{call} failed", call, code, name)
-
-    assert does_not_fit(ValueError("group 0: num_sms=20 cannot be given exactly"))
-    assert does_not_fit(driver("cuDevSmResourceSplitByCount", 915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION"))
-    assert does_not_fit(driver("cuDevResourceGenerateDesc", 914, "CUDA_ERROR_INVALID_RESOURCE_TYPE"))
-    assert does_not_fit(driver("cuDevSmResourceSplit", 1, "CUDA_ERROR_INVALID_VALUE"))
-    assert not does_not_fit(driver("cuGreenCtxCreate", 1, "CUDA_ERROR_INVALID_VALUE"))
-    assert not does_not_fit(driver("cuDevSmResourceSplit", 2, "CUDA_ERROR_OUT_OF_MEMORY"))
-    assert not does_not_fit(RuntimeError("device_id 3 is out of range"))
-
-
 def test_arguments_checked_before_the_driver_is_asked():
     with pytest.raises(ValueError, match="device must be a cuda device"):
         green_ctx.get_compute_capability(torch.device("cpu"))

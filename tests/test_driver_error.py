@@ -56,10 +56,15 @@ def test_driver_failures_raise_it_with_the_message_unchanged(version):
         error = raised(lambda: GreenContext(num_sms=8, device_id=5))
         assert type(error) is RuntimeError and "valid device_id: 0..0" in str(error)
         error = raised(lambda: SMPartition.from_device(0).split(num_sms=(100, 100)))
-        assert type(error) is ValueError
+        assert type(error) is tgc.SplitError and isinstance(error, ValueError)
         if tgc.driver_version() < 13010:
             error = raised(lambda: GreenContext.max_workqueue_concurrency(0))
-            assert type(error) is RuntimeError and "needs CUDA driver 13.1" in str(error)
+            assert type(error) is tgc.FeatureUnavailableError and isinstance(error, RuntimeError), repr(error)
+            assert "needs CUDA driver 13.1" in str(error)
+            assert (error.needed_version, error.found_version) == (13010, tgc.driver_version()), vars(error)
+            assert error.feature and str(error).startswith(error.feature)
+            again = pickle.loads(pickle.dumps(error))
+            assert type(again) is tgc.FeatureUnavailableError and str(again) == str(error)
         # The core works afterwards; nothing was left behind.
         assert GreenContext(num_sms=8, device_id=0).sm_count == 8
         counts = tgc.live_counts()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ._available import is_available as is_available
 from ._errors import DriverError as DriverError
+from ._errors import FeatureUnavailableError as FeatureUnavailableError
+from ._errors import SplitError as SplitError
 from ._green_context import GreenContext as GreenContext
 from ._install import install as install
 from ._install import installed as installed

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import torch
 
 from ._device import resolve_device
-from ._errors import DriverError
+from ._errors import SplitError
 from ._layout_sweep import sweep_layouts
 from ._profile import LatencyProfile
 from ._step_costs import LayoutProfile, StepCost
@@ -64,13 +64,8 @@ def available_counts(device_id: int | None = None) -> list[int]:
     for k in range(step, total, step):
         try:
             groups, _ = whole.split(num_sms=(k, 0), backfill=(False, True))
-        except ValueError:
+        except SplitError:
             continue  # this layout cannot give k SMs exactly
-        except DriverError as error:
-            # The native split reports a count the layout cannot give as a driver error.
-            if error.name != "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION":
-                raise
-            continue
         if groups[0].sm_count == k:
             counts.append(k)
     counts.append(total)

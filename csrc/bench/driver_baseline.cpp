@@ -20,19 +20,15 @@ std::int64_t since(Clock::time_point start) {
 
 // Owns one driver handle made here: destroys it (best effort, unchecked) if it is still owned
 // when the guard goes, that is when a later call failed. destroy() is the checked destruction.
-template <typename Handle>
+template <typename Handle, typename DestroyEntry>
 class Owned {
  public:
-  using DestroyFn = abi::CUresult (*)(Handle);
   Owned() = default;
-  Owned(Handle handle, DestroyFn destroy_fn, const char* call)
-      : destroy_fn_(destroy_fn), call_(call), handle_(handle) {}
+  explicit Owned(Handle handle) : handle_(handle) {}
   Owned(Owned&& other) noexcept { *this = std::move(other); }
   Owned& operator=(Owned&& other) noexcept {
     if (this != &other) {
       release_unchecked();
-      destroy_fn_ = other.destroy_fn_;
-      call_ = other.call_;
       handle_ = std::exchange(other.handle_, nullptr);
     }
     return *this;
@@ -45,20 +41,25 @@ class Owned {
   // Destroys it now; the handle is given up even if the driver refuses (it cannot be retried).
   void destroy(const DriverApi& api) {
     if (handle_ == nullptr) return;
-    api.check(destroy_fn_(std::exchange(handle_, nullptr)), call_);
+    api.call<DestroyEntry>(std::exchange(handle_, nullptr));
   }
 
  private:
   void release_unchecked() noexcept {
-    if (handle_ != nullptr) destroy_fn_(std::exchange(handle_, nullptr));
+    if (handle_ == nullptr) return;
+    try {
+      (void)driver().result_of<DestroyEntry>(std::exchange(handle_, nullptr));
+    } catch (...) {
+    }
   }
-  DestroyFn destroy_fn_ = nullptr;
-  const char* call_ = "";
   Handle handle_ = nullptr;
 };
 
+using OwnedGreenCtx = Owned<abi::CUgreenCtx, entry::cuGreenCtxDestroy>;
+using OwnedStream = Owned<abi::CUstream, entry::cuStreamDestroy>;
+
 struct Made {
-  Owned<abi::CUgreenCtx> green_ctx;
+  OwnedGreenCtx green_ctx;
   unsigned sm_count = 0;
 };
 
@@ -66,18 +67,17 @@ struct Made {
 Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource sm,
                   bool bare = false) {
   abi::CUdevResourceDesc desc = nullptr;
-  api.check(api.cuDevResourceGenerateDesc(&desc, &sm, 1), "cuDevResourceGenerateDesc");
-  auto create = api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  api.call<entry::cuDevResourceGenerateDesc>(&desc, &sm, 1);
+  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
   abi::CUgreenCtx green_ctx = nullptr;
-  api.check(create(&green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
+  api.call<entry::cuGreenCtxCreate>(&green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM);
   Made made;
-  made.green_ctx = Owned<abi::CUgreenCtx>(green_ctx, api.cuGreenCtxDestroy, "cuGreenCtxDestroy");
+  made.green_ctx = OwnedGreenCtx(green_ctx);
   if (bare) return made;
   abi::CUcontext context = nullptr;
-  api.check(api.cuCtxFromGreenCtx(&context, made.green_ctx.get()), "cuCtxFromGreenCtx");
+  api.call<entry::cuCtxFromGreenCtx>(&context, made.green_ctx.get());
   abi::CUdevResource actual = abi::zeroed_resource();
-  api.check(api.cuGreenCtxGetDevResource(made.green_ctx.get(), &actual, abi::CU_DEV_RESOURCE_TYPE_SM),
-            "cuGreenCtxGetDevResource");
+  api.call<entry::cuGreenCtxGetDevResource>(made.green_ctx.get(), &actual, abi::CU_DEV_RESOURCE_TYPE_SM);
   made.sm_count = actual.sm.smCount;
   return made;
 }
@@ -91,13 +91,11 @@ struct Split {
 Split split_device(const DriverApi& api, int ordinal, unsigned min_sms) {
   api.require_version("green contexts", feature_version::kGreenContexts);
   Split out;
-  api.check(api.cuDeviceGet(&out.device, ordinal), "cuDeviceGet");
+  api.call<entry::cuDeviceGet>(&out.device, ordinal);
   abi::CUdevResource whole = abi::zeroed_resource();
-  api.check(api.cuDeviceGetDevResource(out.device, &whole, abi::CU_DEV_RESOURCE_TYPE_SM),
-            "cuDeviceGetDevResource");
+  api.call<entry::cuDeviceGetDevResource>(out.device, &whole, abi::CU_DEV_RESOURCE_TYPE_SM);
   unsigned groups = 1;
-  api.check(api.cuDevSmResourceSplitByCount(&out.group, &groups, &whole, &out.remainder, 0, min_sms),
-            "cuDevSmResourceSplitByCount");
+  api.call<entry::cuDevSmResourceSplitByCount>(&out.group, &groups, &whole, &out.remainder, 0, min_sms);
   return out;
 }
 
@@ -158,15 +156,14 @@ Timing raw_split_create(int device, unsigned first_sms, bool concurrently) {
 Timing raw_stream_create(std::uintptr_t green_ctx, int priority) {
   const DriverApi& api = driver();
   Timing timing;
-  auto create = api.require(api.cuGreenCtxStreamCreate, "green-context streams",
+  api.require(api.cuGreenCtxStreamCreate, "green-context streams",
                             feature_version::kGreenContextStreams);
   abi::CUstream handle = nullptr;
   Clock::time_point start = Clock::now();
-  api.check(create(&handle, reinterpret_cast<abi::CUgreenCtx>(green_ctx), abi::CU_STREAM_NON_BLOCKING,
-                   priority),
-            "cuGreenCtxStreamCreate");
+  api.call<entry::cuGreenCtxStreamCreate>(&handle, reinterpret_cast<abi::CUgreenCtx>(green_ctx),
+                                          abi::CU_STREAM_NON_BLOCKING, priority);
   timing.create_ns = since(start);
-  Owned<abi::CUstream> stream(handle, api.cuStreamDestroy, "cuStreamDestroy");
+  OwnedStream stream(handle);
   start = Clock::now();
   stream.destroy(api);
   timing.destroy_ns = since(start);

@@ -46,68 +46,21 @@ void check_idle_limit_env() {
 
 const char* idle_limit_env() { return "TORCH_GREEN_CONTEXTS_IDLE_LIMIT"; }
 
-OwnedStream::OwnedStream(OwnedStream&& other) noexcept
-    : stream_(std::exchange(other.stream_, nullptr)) {}
-
-OwnedStream& OwnedStream::operator=(OwnedStream&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    stream_ = std::exchange(other.stream_, nullptr);
-  }
-  return *this;
-}
-
-void OwnedStream::destroy(bool wait) noexcept {
-  if (stream_ == nullptr) return;
-  try {
-    const DriverApi& api = driver();
-    // Work still queued must finish before the stream and its context go away: the driver
-    // does not document what happens to pending work when a green context is destroyed.
-    if (wait) warn_if_cleanup_failed(api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
-    warn_if_cleanup_failed(api.cuStreamDestroy(stream_), "cuStreamDestroy");
-  } catch (...) {
-    // No driver to call (a process that can no longer use it): nothing can be released.
-  }
-  stream_ = nullptr;
-}
+LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
+void release_idle_contexts() { ContextRecycler::instance().release_all(); }
+std::size_t idle_context_limit() { return ContextRecycler::instance().limit(); }
+void set_idle_context_limit(std::size_t limit) { ContextRecycler::instance().set_limit(limit); }
 
 ContextHandles::~ContextHandles() {
   // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
-  for (auto& entry : stream_pools) {
-    for (OwnedStream& stream : entry.second.streams) stream.destroy(!idle);
-  }
-  stream_pools.clear();
+  streams.destroy(!idle);
   if (green_ctx == nullptr) return;
   try {
-    const DriverApi& api = driver();
     // Forgotten first: once destroyed, the driver may hand the handle out again.
     forget_green_context(green_ctx);
-    warn_if_cleanup_failed(api.cuGreenCtxDestroy(green_ctx), "cuGreenCtxDestroy");
+    driver().call_in_cleanup<entry::cuGreenCtxDestroy>(green_ctx);
   } catch (...) {
   }
-}
-
-std::size_t ContextHandles::stream_count() const {
-  std::size_t count = 0;
-  for (const auto& entry : stream_pools) count += entry.second.streams.size();
-  return count;
-}
-
-bool ContextHandles::synchronize() const noexcept {
-  bool ok = true;
-  try {
-    const DriverApi& api = driver();
-    for (const auto& entry : stream_pools) {
-      for (const OwnedStream& stream : entry.second.streams) {
-        abi::CUresult result = api.cuStreamSynchronize(stream.get());
-        warn_if_cleanup_failed(result, "cuStreamSynchronize");
-        ok = ok && result == abi::CUDA_SUCCESS;
-      }
-    }
-  } catch (...) {
-    return false;
-  }
-  return ok;
 }
 
 bool RecycleKey::operator==(const RecycleKey& other) const noexcept {

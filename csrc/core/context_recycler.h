@@ -1,11 +1,5 @@
-// Idle green contexts kept for reuse.
-//
-// On driver 13.0 (measured on an H200) every cuGreenCtxCreate + cuGreenCtxDestroy cycle keeps
-// 4 MiB of device memory and about 1.7 MiB of host memory that the process never gets back,
-// and creating a context takes about 1.5 ms. So a GreenContext that is dropped does not destroy
-// its driver context: its streams are synchronised and the context, with its streams, waits
-// here (up to a limit, oldest evicted first) for the next GreenContext made from the same SMs
-// with the same workqueue options, which gets it back in microseconds.
+// The recycler behind idle_contexts.h: the driver objects of a context, what reuse is keyed on,
+// the owner that counts a context in use, and the set of idle ones. Internal to the core.
 #pragma once
 
 #include <cstddef>
@@ -17,31 +11,10 @@
 #include <vector>
 
 #include "cuda_abi.h"
+#include "idle_contexts.h"
+#include "stream_pool.h"
 
 namespace tgc {
-
-// A move-only owner of one stream: synchronises and destroys it on destruction.
-class OwnedStream {
- public:
-  explicit OwnedStream(abi::CUstream stream) noexcept : stream_(stream) {}
-  OwnedStream(OwnedStream&& other) noexcept;
-  OwnedStream& operator=(OwnedStream&& other) noexcept;
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  ~OwnedStream() { destroy(); }
-  abi::CUstream get() const noexcept { return stream_; }
-  // Destroys the stream now, first waiting for its work unless `wait` is false (its work is
-  // known to be done).
-  void destroy(bool wait = true) noexcept;
-
- private:
-  abi::CUstream stream_ = nullptr;
-};
-
-struct StreamPool {
-  std::vector<OwnedStream> streams;
-  std::size_t next = 0;  // the stream handed out next; == streams.size(): create one first
-};
 
 // The driver objects of one green context. Destroying it destroys the streams (after
 // synchronising them, unless `idle` says that was done already), then the green context.
@@ -54,11 +27,10 @@ struct ContextHandles {
   abi::CUgreenCtx green_ctx = nullptr;
   abi::CUcontext context = nullptr;
   abi::CUdevResource resource{};                // the SMs the context actually has
-  std::map<int, StreamPool> stream_pools;       // by priority, as asked for
+  StreamPools streams;                          // by priority, as asked for
   bool idle = false;  // every stream synchronised and unused since: no need to wait again
-  std::size_t stream_count() const;
-  // Waits for the work queued on every stream; false if the driver reported an error.
-  bool synchronize() const noexcept;
+  std::size_t stream_count() const { return streams.count(); }
+  bool synchronize() const noexcept { return streams.synchronize(); }
 };
 
 // What a context was made from: reuse needs the same device, SMs and workqueue options.
@@ -72,16 +44,7 @@ struct RecycleKey {
 };
 
 // Who uses a context: a user, or an emulated split (see split.h).
-enum class ContextKind { kUser, kInternal };
-
-// Counts of what the core holds right now, for leak checks.
-struct LiveCounts {
-  std::size_t contexts = 0;           // green contexts in use by users
-  std::size_t internal_contexts = 0;  // in use by emulated splits
-  std::size_t streams = 0;            // streams of the contexts in use
-  std::size_t idle_contexts = 0;      // kept for reuse (ContextRecycler)
-  std::size_t idle_streams = 0;       // streams of the idle contexts
-};
+enum class ContextKind : int { kUser, kInternal };
 
 // The driver objects of one context in use, counted as in use by its kind for exactly as long
 // as this owner holds them. ContextRecycler::take and ContextRecycler::adopt make one; when it
@@ -159,11 +122,5 @@ class ContextRecycler {
   std::size_t limit_;
   LiveCounts counts_;         // idle_contexts: idle_.size(), filled in by counts()
 };
-
-// The environment variable that sets the recycler's initial limit (default 16).
-const char* idle_limit_env();
-// ValueError when that variable is set to anything but a whole number 0 or more (the recycler
-// then keeps the default); called before every context is made.
-void check_idle_limit_env();
 
 }  // namespace tgc

@@ -6,7 +6,7 @@ namespace tgc {
 
 CurrentContext::CurrentContext(abi::CUcontext context) {
   const DriverApi& api = driver();
-  api.check(api.cuCtxPushCurrent(context), "cuCtxPushCurrent");
+  api.call<entry::cuCtxPushCurrent>(context);
   pushed_ = true;
 }
 
@@ -14,7 +14,7 @@ CurrentContext::~CurrentContext() {
   if (!pushed_) return;
   try {
     abi::CUcontext popped = nullptr;
-    warn_if_cleanup_failed(driver().cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
+    driver().call_in_cleanup<entry::cuCtxPopCurrent>(&popped);
   } catch (...) {
     // No driver to call any more: nothing to pop.
   }
@@ -25,7 +25,7 @@ void CurrentContext::pop() {
   pushed_ = false;
   const DriverApi& api = driver();
   abi::CUcontext popped = nullptr;
-  api.check(api.cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
+  api.call<entry::cuCtxPopCurrent>(&popped);
 }
 
 }  // namespace tgc

@@ -4,20 +4,21 @@
 #include <string>
 
 #include "driver_api.h"
+#include "errors.h"
 
 namespace tgc {
 
 int device_count() {
   const DriverApi& api = driver();
   int count = 0;
-  api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  api.call<entry::cuDeviceGetCount>(&count);
   return count;
 }
 
 int check_device(long long ordinal) {
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count) {
-    throw std::runtime_error("device_id " + std::to_string(ordinal) + " is out of range: this machine has " +
+    throw RangeError("device_id " + std::to_string(ordinal) + " is out of range: this machine has " +
                              std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
                              (count > 0 ? " (valid device_id: 0.." + std::to_string(count - 1) + ")"
                                         : std::string()));
@@ -28,7 +29,7 @@ int check_device(long long ordinal) {
 abi::CUdevice device_handle(int ordinal) {
   const DriverApi& api = driver();
   abi::CUdevice device = 0;
-  api.check(api.cuDeviceGet(&device, check_device(ordinal)), "cuDeviceGet");
+  api.call<entry::cuDeviceGet>(&device, check_device(ordinal));
   return device;
 }
 
@@ -36,8 +37,7 @@ namespace {
 int attribute(int ordinal, int which) {
   const DriverApi& api = driver();
   int value = 0;
-  api.check(api.cuDeviceGetAttribute(&value, which, device_handle(ordinal)),
-            "cuDeviceGetAttribute");
+  api.call<entry::cuDeviceGetAttribute>(&value, which, device_handle(ordinal));
   return value;
 }
 }  // namespace
@@ -64,15 +64,14 @@ bool primary_context_active(int ordinal) {
   const DriverApi& api = driver();
   unsigned flags = 0;
   int active = 0;
-  api.check(api.cuDevicePrimaryCtxGetState(device_handle(ordinal), &flags, &active),
-            "cuDevicePrimaryCtxGetState");
+  api.call<entry::cuDevicePrimaryCtxGetState>(device_handle(ordinal), &flags, &active);
   return active != 0;
 }
 
 abi::CUcontext current_context() {
   const DriverApi& api = driver();
   abi::CUcontext context = nullptr;
-  api.check(api.cuCtxGetCurrent(&context), "cuCtxGetCurrent");
+  api.call<entry::cuCtxGetCurrent>(&context);
   return context;
 }
 

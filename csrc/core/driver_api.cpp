@@ -50,12 +50,12 @@ void DriverApi::load() {
   library_ = library_name();
   std::string error;
   void* handle = open_library(library_, &error);
-  if (handle == nullptr) throw std::runtime_error(error);
+  if (handle == nullptr) throw DriverUnavailableError(error);
 
   auto get_version = reinterpret_cast<cuDriverGetVersion_t>(dlsym(handle, "cuDriverGetVersion"));
   auto init = reinterpret_cast<cuInit_t>(dlsym(handle, "cuInit"));
   if (get_version == nullptr || init == nullptr) {
-    throw std::runtime_error(library_ + " is not a CUDA driver library (cuInit missing)");
+    throw DriverUnavailableError(library_ + " is not a CUDA driver library (cuInit missing)");
   }
   abi::CUresult result = get_version(&version_);
   if (result != abi::CUDA_SUCCESS) {
@@ -100,7 +100,7 @@ const DriverApi& DriverApi::get() {
   });
   if (load_error) std::rethrow_exception(load_error);
   if (g_forked_after_init.load()) {
-    throw std::runtime_error(
+    throw DriverUnavailableError(
         "CUDA was initialised in the parent of this process before fork(), so it cannot be used "
         "in this child; start worker processes with the 'spawn' or 'forkserver' method "
         "(multiprocessing.set_start_method('spawn'))");
@@ -126,21 +126,21 @@ std::string DriverApi::error_text(abi::CUresult result) const {
   return text;
 }
 
-void DriverApi::check(abi::CUresult result, const char* call) const {
-  if (result != abi::CUDA_SUCCESS) {
-    throw DriverError(call, result, error_name(result), error_text(result));
-  }
+void DriverApi::throw_driver_error(abi::CUresult result, const char* call) const {
+  throw DriverError(call, result, error_name(result), error_text(result));
 }
 
 void DriverApi::require_version(const char* feature, int needed_version) const {
   if (version_ < needed_version) throw FeatureUnavailableError(feature, needed_version, version_);
 }
 
-void DriverApi::throw_missing_entry_point(const char* feature, int needed_version) const {
-  throw std::runtime_error(std::string(feature) + " needs a driver entry point that " + library_ +
-                           " (version " + format_driver_version(version_) +
-                           ") does not provide, although it reports version " +
-                           format_driver_version(needed_version) + " or newer");
+void DriverApi::throw_unavailable(const char* feature, int needed_version) const {
+  require_version(feature, needed_version);
+  throw FeatureUnavailableError(feature, needed_version, version_,
+                                "needs a driver entry point that " + library_ + " (version " +
+                                    format_driver_version(version_) +
+                                    ") does not provide, although it reports version " +
+                                    format_driver_version(needed_version) + " or newer");
 }
 
 const char* driver_library_env() noexcept { return "TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY"; }

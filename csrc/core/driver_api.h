@@ -4,7 +4,8 @@
 // cuGetProcAddress_v2 come from dlsym; every other entry point is resolved once through
 // cuGetProcAddress at a pinned ABI version, so a newer driver never hands back a newer ABI.
 // Entry points the installed driver lacks stay null; code that needs one calls require(),
-// which names the feature, the driver version it needs and the version found.
+// which names the feature, the driver version it needs and the version found. Every call goes
+// through call<entry::name>(...), which checks the result and names the call once.
 #pragma once
 
 #include <string>
@@ -67,6 +68,10 @@ namespace tgc {
     (abi::CUdevResource*, unsigned, const abi::CUdevResource*, abi::CUdevResource*, unsigned,    \
      abi::CU_DEV_SM_RESOURCE_GROUP_PARAMS*))
 
+// For cleanup (destructors): warns that `call` failed, unless `result` is success or says the
+// driver is already shut down (at process exit its teardown releases everything). Never throws.
+void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept;
+
 class DriverApi {
  public:
 #define TGC_DECLARE_MEMBER(name, since, pin, ret, params) ret(*name) params = nullptr;
@@ -78,42 +83,73 @@ class DriverApi {
   // The path of the library that was loaded.
   const std::string& library() const noexcept { return library_; }
 
-  // Throws DriverError naming `call` unless `result` is CUDA_SUCCESS.
-  void check(abi::CUresult result, const char* call) const;
+  // The checked call: entry point `Entry` (a tag of namespace tgc::entry, named after it) with
+  // `args`. DriverError naming it unless it returns CUDA_SUCCESS; FeatureUnavailableError when
+  // the driver lacks it.
+  template <typename Entry, typename... Args>
+  void call(Args... args) const {
+    check<Entry>(result_of<Entry>(args...));
+  }
+  // The same call's CUresult, for callers that act on particular results before check<Entry>().
+  template <typename Entry, typename... Args>
+  abi::CUresult result_of(Args... args) const {
+    auto entry_point = this->*Entry::kMember;
+    if (entry_point == nullptr) throw_unavailable(Entry::kName, Entry::kSince);
+    return entry_point(args...);
+  }
+  // The same call for cleanup (destructors): a warning naming it when it fails, nothing when the
+  // driver is already shut down or lacks it. Never throws.
+  template <typename Entry, typename... Args>
+  void call_in_cleanup(Args... args) const noexcept {
+    auto entry_point = this->*Entry::kMember;
+    if (entry_point != nullptr) warn_if_cleanup_failed(entry_point(args...), Entry::kName);
+  }
+  // Throws DriverError naming `Entry` unless `result` is CUDA_SUCCESS.
+  template <typename Entry>
+  void check(abi::CUresult result) const {
+    if (result != abi::CUDA_SUCCESS) throw_driver_error(result, Entry::kName);
+  }
+
   // The CUresult's name and text, as the driver spells them.
   std::string error_name(abi::CUresult result) const;
   std::string error_text(abi::CUresult result) const;
 
   // Throws FeatureUnavailableError unless the driver is at least `needed_version`.
   void require_version(const char* feature, int needed_version) const;
-  // Throws FeatureUnavailableError unless `entry_point` was resolved.
+  // Throws FeatureUnavailableError naming `feature` unless `entry_point` was resolved.
   template <typename Fn>
-  Fn require(Fn entry_point, const char* feature, int needed_version) const {
-    if (entry_point == nullptr || version_ < needed_version) {
-      require_version(feature, needed_version);
-      throw_missing_entry_point(feature, needed_version);
-    }
-    return entry_point;
+  void require(Fn entry_point, const char* feature, int needed_version) const {
+    if (entry_point == nullptr || version_ < needed_version) throw_unavailable(feature, needed_version);
   }
 
-  // The table of the process, loaded on first use. Throws RuntimeError if no usable driver
-  // can be loaded or cuInit fails (no GPU); the same error is thrown on every later call.
+  // The table of the process, loaded on first use. Throws DriverUnavailableError if no usable
+  // driver can be loaded, DriverError if cuInit fails (no GPU); the same error on every later call.
   static const DriverApi& get();
 
  private:
   DriverApi() = default;
   void load();
-  [[noreturn]] void throw_missing_entry_point(const char* feature, int needed_version) const;
+  [[noreturn]] void throw_driver_error(abi::CUresult result, const char* call) const;
+  [[noreturn]] void throw_unavailable(const char* feature, int needed_version) const;
 
   int version_ = 0;
   std::string library_;
 };
 
+// One tag per entry point, for DriverApi::call<>() and friends.
+namespace entry {
+#define TGC_DECLARE_TAG(name, since, pin, ret, params)            \
+  struct name {                                                   \
+    static constexpr const char* kName = #name;                   \
+    static constexpr int kSince = since;                          \
+    static constexpr auto kMember = &DriverApi::name;             \
+  };
+TGC_DRIVER_ENTRY_POINTS(TGC_DECLARE_TAG)
+#undef TGC_DECLARE_TAG
+}  // namespace entry
+
 // Shorthand for DriverApi::get().
 inline const DriverApi& driver() { return DriverApi::get(); }
 
-// For cleanup (destructors): warns that `call` failed, unless `result` is success or says the
-// driver is already shut down (at process exit its teardown releases everything). Never throws.
-void warn_if_cleanup_failed(abi::CUresult result, const char* call) noexcept;
 
 }  // namespace tgc

@@ -1,5 +1,7 @@
 #include "errors.h"
 
+#include <utility>
+
 namespace tgc {
 
 namespace {
@@ -8,11 +10,17 @@ std::string driver_error_message(const std::string& call, abi::CUresult code,
   return call + " failed: " + name + " (" + std::to_string(code) + "): " + text;
 }
 
-std::string feature_message(const std::string& feature, int needed, int found) {
+std::string feature_message(const std::string& feature, int needed, int found,
+                            const std::string& reason) {
+  if (!reason.empty()) return feature + " " + reason;
   return feature + " needs CUDA driver " + format_driver_version(needed) +
          " or newer; the installed driver is " + format_driver_version(found);
 }
 }  // namespace
+
+SplitError::SplitError(const std::string& message, std::optional<std::size_t> group,
+                       unsigned sm_count, std::vector<unsigned> nearest_counts)
+    : ValueError(message), group_(group), sm_count_(sm_count), nearest_(std::move(nearest_counts)) {}
 
 DriverError::DriverError(const std::string& call, abi::CUresult code, const std::string& name,
                          const std::string& text)
@@ -22,8 +30,11 @@ DriverError::DriverError(const std::string& call, abi::CUresult code, const std:
       name_(name) {}
 
 FeatureUnavailableError::FeatureUnavailableError(const std::string& feature, int needed_version,
-                                                 int found_version)
-    : std::runtime_error(feature_message(feature, needed_version, found_version)) {}
+                                                 int found_version, const std::string& reason)
+    : std::runtime_error(feature_message(feature, needed_version, found_version, reason)),
+      feature_(feature),
+      needed_(needed_version),
+      found_(found_version) {}
 
 std::string format_driver_version(int version) {
   if (version <= 0) return "unknown";

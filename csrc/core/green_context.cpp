@@ -8,9 +8,11 @@
 #include <thread>
 #include <utility>
 
+#include "context_recycler.h"
 #include "current_context.h"
 #include "device.h"
 #include "driver_api.h"
+#include "internal_contexts.h"
 #include "errors.h"
 #include "stream_sm_count.h"
 #include "warnings.h"
@@ -40,50 +42,68 @@ std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
   if (workqueue) resources.push_back(workqueue_resource(device, *workqueue));
 
   abi::CUdevResourceDesc desc = nullptr;
-  api.check(api.cuDevResourceGenerateDesc(&desc, resources.data(), static_cast<unsigned>(resources.size())),
-            "cuDevResourceGenerateDesc");
+  api.call<entry::cuDevResourceGenerateDesc>(&desc, resources.data(), static_cast<unsigned>(resources.size()));
 
   auto handles = std::make_unique<ContextHandles>();
-  api.check(api.cuGreenCtxCreate(&handles->green_ctx, desc, handle, abi::CU_GREEN_CTX_DEFAULT_STREAM),
-            "cuGreenCtxCreate");
+  api.call<entry::cuGreenCtxCreate>(&handles->green_ctx, desc, handle, abi::CU_GREEN_CTX_DEFAULT_STREAM);
   // From here on `handles` destroys the context if a later call fails.
-  api.check(api.cuCtxFromGreenCtx(&handles->context, handles->green_ctx), "cuCtxFromGreenCtx");
+  api.call<entry::cuCtxFromGreenCtx>(&handles->context, handles->green_ctx);
   handles->resource = abi::zeroed_resource();
-  api.check(api.cuGreenCtxGetDevResource(handles->green_ctx, &handles->resource,
-                                         abi::CU_DEV_RESOURCE_TYPE_SM),
-            "cuGreenCtxGetDevResource");
+  api.call<entry::cuGreenCtxGetDevResource>(handles->green_ctx, &handles->resource,
+                                         abi::CU_DEV_RESOURCE_TYPE_SM);
   remember_green_context(handles->green_ctx, handles->resource.sm.smCount);
   return handles;
 }
 
+// A non-blocking stream of the context `handles` holds.
+OwnedStream create_stream(const ContextHandles& handles, int priority) {
+  const DriverApi& api = driver();
+  abi::CUstream stream = nullptr;
+  if (api.cuGreenCtxStreamCreate != nullptr) {
+    api.call<entry::cuGreenCtxStreamCreate>(&stream, handles.green_ctx, abi::CU_STREAM_NON_BLOCKING, priority);
+    return OwnedStream(stream);
+  }
+  // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
+  // CUcontext is current belongs to the green context (documented for 12.4).
+  CurrentContext current(handles.context);
+  api.call<entry::cuStreamCreateWithPriority>(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
+  OwnedStream created(stream);  // destroyed again if the pop fails
+  current.pop();
+  return created;
+}
+
 }  // namespace
 
-LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
+static_assert(GreenContext::kStreamsPerPriority == StreamPools::kPerPriority);
 
-GreenContext::GreenContext(int device, ContextInUse context, unsigned fallback_alignment,
-                           std::shared_ptr<const void> keep_alive) noexcept
+GreenContext::GreenContext(int device, ContextInUse context, unsigned fallback_alignment, KeepAlive keep_alive)
     : device_(device),
-      context_(std::move(context)),
+      context_(std::make_unique<ContextInUse>(std::move(context))),
       fallback_alignment_(fallback_alignment),
       keep_alive_(std::move(keep_alive)) {
-  context_->idle = false;
-  for (auto& entry : context_->stream_pools) entry.second.next = 0;  // existing streams first
+  handles().idle = false;
+  handles().streams.rewind();  // existing streams first
 }
+
+ContextHandles& GreenContext::handles() const noexcept { return **context_; }
+abi::CUgreenCtx GreenContext::handle() const noexcept { return handles().green_ctx; }
+abi::CUcontext GreenContext::context() const noexcept { return handles().context; }
+unsigned GreenContext::sm_count() const noexcept { return handles().resource.sm.smCount; }
 
 GreenContext::~GreenContext() {
   // A context whose streams report an error is not handed to anyone else. The source
   // partition's keep-alive goes with this object, not with the idle context: a context made by
   // cuGreenCtxCreate holds its own SMs, and the driver documents no dependency on the context
   // whose resource described them (the keep-alive keeps that resource valid until creation).
-  context_->idle = context_->synchronize();  // when destroyed, its streams need no second wait
-  context_.retire(context_->idle);
+  handles().idle = handles().synchronize();  // when destroyed, its streams need no second wait
+  context_->retire(handles().idle);
 }
 
 // What making one context needs, checked: the partition (the whole device when none was
 // given) and the key of the contexts it can reuse.
 struct GreenContext::Prepared {
   int device = 0;
-  Kind kind = Kind::kUser;
+  ContextKind kind = ContextKind::kUser;
   const SmPartition* given = nullptr;
   std::optional<SmPartition> whole_device;
   std::optional<WorkqueueConfig> workqueue;
@@ -97,7 +117,7 @@ struct GreenContext::Prepared {
 
 GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
                                              const std::optional<WorkqueueConfig>& workqueue,
-                                             Kind kind) {
+                                             ContextKind kind) {
   const DriverApi& api = driver();
   api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
   check_idle_limit_env();
@@ -126,12 +146,37 @@ std::shared_ptr<GreenContext> GreenContext::adopt(const Prepared& prepared, Cont
   return std::shared_ptr<GreenContext>(made);
 }
 
-std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
-                                                   const std::optional<WorkqueueConfig>& workqueue,
-                                                   Kind kind) {
+std::shared_ptr<GreenContext> GreenContext::create_as(ContextKind kind, int device, const SmPartition* sm,
+                                                      const std::optional<WorkqueueConfig>& workqueue) {
   const Prepared prepared = prepare(device, sm, workqueue, kind);
   ContextInUse idle = ContextRecycler::instance().take(prepared.key, kind);
   return adopt(prepared, idle ? std::move(idle) : prepared.make());
+}
+
+std::shared_ptr<GreenContext> InternalContexts::create(const SmPartition& sm) {
+  return GreenContext::create_as(ContextKind::kInternal, sm.device(), &sm, std::nullopt);
+}
+
+std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
+                                                   const std::optional<WorkqueueConfig>& workqueue) {
+  return create_as(ContextKind::kUser, device, sm, workqueue);
+}
+
+int GreenContext::device_of(const Request& request, const std::function<int()>& current_device) {
+  if (request.sm != nullptr) {
+    if (request.device) check_partition_device(*request.sm, *request.device);
+    return request.sm->device();
+  }
+  if (request.device) return check_device(*request.device);
+  device_count();
+  return check_device(current_device());
+}
+
+std::shared_ptr<GreenContext> GreenContext::create(int device, const Request& request) {
+  if (request.sm != nullptr) check_partition_device(*request.sm, device);
+  if (!request.num_sms) return create(device, request.sm, request.workqueue);
+  const SmPartition at_least = partition_with_at_least(device, *request.num_sms);
+  return create(device, &at_least, request.workqueue);
 }
 
 std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
@@ -145,8 +190,8 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
   prepared.reserve(count);
   std::vector<std::size_t> to_create;  // indices of the contexts still to be made
   for (std::size_t i = 0; i < count; ++i) {
-    prepared.push_back(prepare(device, partitions[i], workqueue, Kind::kUser));
-    ContextInUse idle = ContextRecycler::instance().take(prepared[i].key, Kind::kUser);
+    prepared.push_back(prepare(device, partitions[i], workqueue, ContextKind::kUser));
+    ContextInUse idle = ContextRecycler::instance().take(prepared[i].key, ContextKind::kUser);
     if (idle) {
       made[i] = adopt(prepared[i], std::move(idle));
     } else {
@@ -183,65 +228,39 @@ std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
 }
 
 SmPartition GreenContext::sm_partition(const std::shared_ptr<GreenContext>& self) {
-  return SmPartition(self->device_, self->context_->resource, SmPartition::Origin::kContext,
-                     self->fallback_alignment_, self);
+  return SmPartition(self->device_, self->handles().resource, SmPartition::Origin::kContext,
+                     self->fallback_alignment_, KeepAlive(self));
 }
 
 std::optional<unsigned> GreenContext::locality_domain_id() const {
-  return locality_domain_of(context_->resource);
+  return locality_domain_of(handles().resource);
 }
 
 abi::CUstream GreenContext::stream(int priority) {
-  std::lock_guard<std::mutex> lock(streams_mutex_);
-  StreamPool& pool = context_->stream_pools[priority];
-  if (pool.next == pool.streams.size()) {  // only while the pool is not yet full
-    OwnedStream created = create_stream(priority);
-    pool.streams.push_back(std::move(created));
-    ContextRecycler::instance().count_stream_created();
-  }
-  abi::CUstream handed_out = pool.streams[pool.next].get();
-  pool.next = (pool.next + 1) % kStreamsPerPriority;
-  return handed_out;
+  ContextHandles& held = handles();
+  bool created = false;
+  abi::CUstream stream = held.streams.next(priority, [&held](int p) { return create_stream(held, p); }, &created);
+  if (created) ContextRecycler::instance().count_stream_created();
+  return stream;
 }
 
-OwnedStream GreenContext::create_stream(int priority) {
-  const DriverApi& api = driver();
-  abi::CUstream stream = nullptr;
-  if (api.cuGreenCtxStreamCreate != nullptr) {
-    api.check(api.cuGreenCtxStreamCreate(&stream, context_->green_ctx, abi::CU_STREAM_NON_BLOCKING, priority),
-              "cuGreenCtxStreamCreate");
-    return OwnedStream(stream);
-  }
-  // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
-  // CUcontext is current belongs to the green context (documented for 12.4).
-  CurrentContext current(context_->context);
-  api.check(api.cuStreamCreateWithPriority(&stream, abi::CU_STREAM_NON_BLOCKING, priority),
-            "cuStreamCreateWithPriority");
-  OwnedStream created(stream);  // destroyed again if the pop fails
-  current.pop();
-  return created;
-}
-
-std::size_t GreenContext::stream_count() const {
-  std::lock_guard<std::mutex> lock(streams_mutex_);
-  return context_->stream_count();
-}
+std::size_t GreenContext::stream_count() const { return handles().stream_count(); }
 
 void GreenContext::push_current() const {
   const DriverApi& api = driver();
-  api.check(api.cuCtxPushCurrent(context_->context), "cuCtxPushCurrent");
+  api.call<entry::cuCtxPushCurrent>(handles().context);
 }
 
 void GreenContext::pop_current() const {
   const DriverApi& api = driver();
   abi::CUcontext top = nullptr;
-  api.check(api.cuCtxGetCurrent(&top), "cuCtxGetCurrent");
-  if (top != context_->context) {
+  api.call<entry::cuCtxGetCurrent>(&top);
+  if (top != handles().context) {
     throw std::runtime_error(
         "pop_context: this green context is not the current context of the calling thread");
   }
   abi::CUcontext popped = nullptr;
-  api.check(api.cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
+  api.call<entry::cuCtxPopCurrent>(&popped);
 }
 
 unsigned GreenContext::max_workqueue_concurrency(int device) {

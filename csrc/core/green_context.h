@@ -7,32 +7,45 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
-#include "context_recycler.h"
 #include "cuda_abi.h"
+#include "idle_contexts.h"
 #include "sm_partition.h"
 #include "split.h"
 #include "workqueue.h"
 
 namespace tgc {
 
-// Counts of what the core holds right now, for leak checks: one consistent snapshot (a
-// context moving to or from the idle set is counted once, never twice or not at all).
-LiveCounts live_counts();
+class ContextInUse;  // context_recycler.h
+struct ContextHandles;
+enum class ContextKind : int;
 
 class GreenContext {
  public:
-  using Kind = ContextKind;
-
   // Makes a green context on `device` from `sm` (the whole device when null) and, when given,
   // a workqueue configuration (driver 13.1+).
   static std::shared_ptr<GreenContext> create(int device, const SmPartition* sm,
-                                              const std::optional<WorkqueueConfig>& workqueue,
-                                              Kind kind = Kind::kUser);
+                                              const std::optional<WorkqueueConfig>& workqueue);
+
+  // What GreenContext(num_sms=..., sm_partition=..., device_id=...) asks for: a context on
+  // `sm` (whose device `device` must name when given), on the smallest partition of at least
+  // `num_sms` SMs (RangeError outside 1 to the device's SM count), or on the whole device.
+  // `device` when given is checked (RangeError), else `current_device()` gives it.
+  struct Request {
+    std::optional<long long> device;
+    const SmPartition* sm = nullptr;
+    std::optional<long long> num_sms;
+    std::optional<WorkqueueConfig> workqueue;
+  };
+  // The device of `request`: the partition's, `device` checked, or `current_device()` checked
+  // (after the driver is asked for its devices, so that without a driver its error comes first).
+  static int device_of(const Request& request, const std::function<int()>& current_device);
+  // The context `request` asks for on `device` (device_of()'s answer).
+  static std::shared_ptr<GreenContext> create(int device, const Request& request);
 
   // One context per partition, all on `device`. Idle contexts that fit are taken on the
   // calling thread first; the contexts still to be made are created concurrently (the driver
@@ -58,17 +71,15 @@ class GreenContext {
   ~GreenContext();
 
   int device() const noexcept { return device_; }
-  abi::CUgreenCtx handle() const noexcept { return context_->green_ctx; }
-  abi::CUcontext context() const noexcept { return context_->context; }
-  unsigned sm_count() const noexcept { return context_->resource.sm.smCount; }
+  abi::CUgreenCtx handle() const noexcept;
+  abi::CUcontext context() const noexcept;
+  unsigned sm_count() const noexcept;
   // The context's actual SM resource, splittable; it keeps `self` alive.
   static SmPartition sm_partition(const std::shared_ptr<GreenContext>& self);
   std::optional<unsigned> locality_domain_id() const;
 
-  // A non-blocking stream of this context at `priority`, owned by the context. Like
-  // PyTorch's own stream pool, each priority has up to kStreamsPerPriority streams: the
-  // first calls create them, later calls hand them out again round robin, so a program that
-  // asks for a stream per request holds a bounded number of them.
+  // A non-blocking stream of this context at `priority`, owned by the context: up to
+  // kStreamsPerPriority of each priority, handed out round robin (StreamPools).
   static constexpr std::size_t kStreamsPerPriority = 32;
   abi::CUstream stream(int priority);
   // Streams created so far (at most kStreamsPerPriority per priority asked for).
@@ -84,19 +95,20 @@ class GreenContext {
   static unsigned max_workqueue_concurrency(int device);
 
  private:
+  friend struct InternalContexts;  // an emulated split's contexts (internal_contexts.h)
   struct Prepared;
   static Prepared prepare(int device, const SmPartition* sm,
-                          const std::optional<WorkqueueConfig>& workqueue, Kind kind);
+                          const std::optional<WorkqueueConfig>& workqueue, ContextKind kind);
+  static std::shared_ptr<GreenContext> create_as(ContextKind kind, int device, const SmPartition* sm,
+                                                 const std::optional<WorkqueueConfig>& workqueue);
   static std::shared_ptr<GreenContext> adopt(const Prepared& prepared, ContextInUse context);
-  GreenContext(int device, ContextInUse context, unsigned fallback_alignment,
-               std::shared_ptr<const void> keep_alive) noexcept;
-  OwnedStream create_stream(int priority);
+  GreenContext(int device, ContextInUse context, unsigned fallback_alignment, KeepAlive keep_alive);
+  ContextHandles& handles() const noexcept;
 
   int device_;
-  ContextInUse context_;                     // never empty while the object lives
-  const unsigned fallback_alignment_;        // the source partition's, for drivers before 13.0
-  std::shared_ptr<const void> keep_alive_;   // what the source partition depended on
-  mutable std::mutex streams_mutex_;         // guards context_->stream_pools
+  std::unique_ptr<ContextInUse> context_;  // never empty while the object lives
+  const unsigned fallback_alignment_;      // the source partition's, for drivers before 13.0
+  KeepAlive keep_alive_;                   // what the source partition depended on
 };
 
 }  // namespace tgc

@@ -10,8 +10,20 @@
 
 namespace tgc {
 
+KeepAlive::KeepAlive(std::shared_ptr<const GreenContext> context) {
+  if (context) contexts_.push_back(std::move(context));
+}
+
+KeepAlive KeepAlive::joined(const std::vector<KeepAlive>& parts) {
+  KeepAlive out;
+  for (const KeepAlive& part : parts) {
+    out.contexts_.insert(out.contexts_.end(), part.contexts_.begin(), part.contexts_.end());
+  }
+  return out;
+}
+
 SmPartition::SmPartition(int device, const abi::CUdevResource& resource, Origin origin,
-                         unsigned fallback_alignment, std::shared_ptr<const void> keep_alive)
+                         unsigned fallback_alignment, KeepAlive keep_alive)
     : device_(device),
       resources_{resource},
       origin_(origin),
@@ -63,12 +75,12 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
   check_combinable(parts);
   // (piece, resource) of every part, in the order of the split's outputs.
   std::vector<std::pair<unsigned, abi::CUdevResource>> pieces;
-  auto keep = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  std::vector<KeepAlive> keep;
   for (const SmPartition* part : parts) {
     for (std::size_t i = 0; i < part->pieces_.size(); ++i) {
       pieces.emplace_back(part->pieces_[i], part->resources_[i]);
     }
-    keep->push_back(part->keep_alive_);
+    keep.push_back(part->keep_alive_);
   }
   std::sort(pieces.begin(), pieces.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -82,7 +94,7 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
   }
   const SmPartition& first = *parts.front();
   SmPartition out(first.device_, pieces.front().second, Origin::kUnion, first.fallback_alignment_,
-                  std::shared_ptr<const void>(keep, keep.get()));
+                  KeepAlive::joined(keep));
   out.resources_.clear();
   out.split_serial_ = first.split_serial_;
   for (const auto& piece : pieces) {
@@ -92,10 +104,10 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
   // The driver's own rules (one split, one co-scheduling alignment) are checked now, where the
   // pieces are named, rather than when a context is made.
   const DriverApi& api = driver();
-  auto generate = api.require(api.cuDevResourceGenerateDesc, "green contexts", feature_version::kGreenContexts);
+  api.require(api.cuDevResourceGenerateDesc, "green contexts", feature_version::kGreenContexts);
   abi::CUdevResourceDesc desc = nullptr;
-  const abi::CUresult result =
-      generate(&desc, out.resources_.data(), static_cast<unsigned>(out.resources_.size()));
+  const abi::CUresult result = api.result_of<entry::cuDevResourceGenerateDesc>(
+      &desc, out.resources_.data(), static_cast<unsigned>(out.resources_.size()));
   if (result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION || result == abi::CUDA_ERROR_INVALID_VALUE) {
     throw ValueError(
         "SMPartition.union: the driver cannot combine these pieces (cuDevResourceGenerateDesc: " +
@@ -105,20 +117,17 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
         " a split into groups of different sizes takes several driver splits: split into groups "
         "of one size (and the remainder) to combine them");
   }
-  api.check(result, "cuDevResourceGenerateDesc");
+  api.check<entry::cuDevResourceGenerateDesc>(result);
   return out;
 }
 
 SmPartition SmPartition::from_device(int ordinal) {
   const DriverApi& api = driver();
-  auto get_resource =
-      api.require(api.cuDeviceGetDevResource, "green contexts", feature_version::kGreenContexts);
+  api.require(api.cuDeviceGetDevResource, "green contexts", feature_version::kGreenContexts);
   abi::CUdevice device = device_handle(ordinal);
   abi::CUdevResource resource = abi::zeroed_resource();
-  api.check(get_resource(device, &resource, abi::CU_DEV_RESOURCE_TYPE_SM),
-            "cuDeviceGetDevResource");
-  return SmPartition(ordinal, resource, Origin::kDevice, default_coscheduling_alignment(ordinal),
-                     nullptr);
+  api.call<entry::cuDeviceGetDevResource>(device, &resource, abi::CU_DEV_RESOURCE_TYPE_SM);
+  return SmPartition(ordinal, resource, Origin::kDevice, default_coscheduling_alignment(ordinal), KeepAlive());
 }
 
 unsigned SmPartition::coscheduled_sm_count() const noexcept {

@@ -15,6 +15,23 @@
 
 namespace tgc {
 
+class GreenContext;
+
+// What a partition depends on: the green contexts its SM resources were read from (the one of
+// GreenContext::sm_partition, the internal contexts of an emulated split; for a union, every
+// piece's). Copies share them: the contexts live while any copy does.
+class KeepAlive {
+ public:
+  KeepAlive() = default;
+  explicit KeepAlive(std::shared_ptr<const GreenContext> context);
+  // Everything each of `parts` keeps alive.
+  static KeepAlive joined(const std::vector<KeepAlive>& parts);
+  std::size_t size() const noexcept { return contexts_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<const GreenContext>> contexts_;
+};
+
 class SmPartition {
  public:
   // Where a partition came from decides whether the driver accepts it as split input.
@@ -27,7 +44,7 @@ class SmPartition {
   };
 
   SmPartition(int device, const abi::CUdevResource& resource, Origin origin,
-              unsigned fallback_alignment, std::shared_ptr<const void> keep_alive);
+              unsigned fallback_alignment, KeepAlive keep_alive);
 
   // The whole SM resource of device `ordinal`.
   static SmPartition from_device(int ordinal);
@@ -55,7 +72,7 @@ class SmPartition {
   const abi::CUdevResource& resource() const noexcept { return resources_.front(); }
   // Every SM resource, as cuDevResourceGenerateDesc takes them.
   const std::vector<abi::CUdevResource>& resources() const noexcept { return resources_; }
-  const std::shared_ptr<const void>& keep_alive() const noexcept { return keep_alive_; }
+  const KeepAlive& keep_alive() const noexcept { return keep_alive_; }
 
   // Which split() made this partition (0: none) and which of its outputs it holds (groups in
   // order, then the remainder); split() sets them.
@@ -68,7 +85,7 @@ class SmPartition {
   std::vector<abi::CUdevResource> resources_;  // never empty
   Origin origin_;
   unsigned fallback_alignment_;
-  std::shared_ptr<const void> keep_alive_;
+  KeepAlive keep_alive_;
   std::uint64_t split_serial_ = 0;
   std::vector<unsigned> pieces_;  // ascending
 };

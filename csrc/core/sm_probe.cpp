@@ -1,49 +1,36 @@
 #include "sm_probe.h"
 
+#include <exception>
 #include <mutex>
 
 #include "../probe/sm_probe_ptx.h"
+#include "current_context.h"
 #include "driver_api.h"
 
 namespace tgc {
 
 namespace {
 
-// The probe's library, loaded once per process (context-independent loading, driver 12.0+).
+// The probe's library, loaded once per process (context-independent loading, driver 12.0+);
+// a failed load fails every later launch the same way.
 abi::CUkernel probe_kernel() {
   static std::once_flag once;
   static abi::CUkernel kernel = nullptr;
-  static abi::CUresult load_result = abi::CUDA_SUCCESS;
-  static const char* failed_call = nullptr;
-  const DriverApi& api = driver();
-  std::call_once(once, [&api] {
-    abi::CUlibrary library = nullptr;
-    load_result = api.cuLibraryLoadData(&library, probe::kSmProbePtx, nullptr, nullptr, 0,
-                                        nullptr, nullptr, 0);
-    if (load_result != abi::CUDA_SUCCESS) {
-      failed_call = "cuLibraryLoadData";
-      return;
+  static std::exception_ptr load_error;
+  std::call_once(once, [] {
+    try {
+      const DriverApi& api = driver();
+      abi::CUlibrary library = nullptr;
+      api.call<entry::cuLibraryLoadData>(&library, static_cast<const void*>(probe::kSmProbePtx), nullptr,
+                                         nullptr, 0u, nullptr, nullptr, 0u);
+      api.call<entry::cuLibraryGetKernel>(&kernel, library, probe::kSmProbeKernel);
+    } catch (...) {
+      load_error = std::current_exception();
     }
-    load_result = api.cuLibraryGetKernel(&kernel, library, probe::kSmProbeKernel);
-    if (load_result != abi::CUDA_SUCCESS) failed_call = "cuLibraryGetKernel";
   });
-  if (failed_call != nullptr) api.check(load_result, failed_call);
+  if (load_error) std::rethrow_exception(load_error);
   return kernel;
 }
-
-// Pops the context it pushed, whatever happens in between.
-class PushedContext {
- public:
-  explicit PushedContext(abi::CUcontext context) {
-    driver().check(driver().cuCtxPushCurrent(context), "cuCtxPushCurrent");
-  }
-  PushedContext(const PushedContext&) = delete;
-  PushedContext& operator=(const PushedContext&) = delete;
-  ~PushedContext() {
-    abi::CUcontext popped = nullptr;
-    warn_if_cleanup_failed(driver().cuCtxPopCurrent(&popped), "cuCtxPopCurrent");
-  }
-};
 
 }  // namespace
 
@@ -54,13 +41,12 @@ void launch_sm_probe(abi::CUstream stream, abi::CUdeviceptr sm_ids, unsigned blo
   // A CUfunction belongs to one context: take the one of the stream's own context (for a
   // green-context stream, the green context's), so the launch lands where the stream runs.
   abi::CUcontext context = nullptr;
-  api.check(api.cuStreamGetCtx(stream, &context), "cuStreamGetCtx");
-  PushedContext pushed(context);
+  api.call<entry::cuStreamGetCtx>(stream, &context);
+  CurrentContext current(context);
   abi::CUfunction function = nullptr;
-  api.check(api.cuKernelGetFunction(&function, kernel), "cuKernelGetFunction");
+  api.call<entry::cuKernelGetFunction>(&function, kernel);
   void* params[] = {&sm_ids, &spin_ns};
-  api.check(api.cuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr),
-            "cuLaunchKernel");
+  api.call<entry::cuLaunchKernel>(function, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr);
 }
 
 }  // namespace tgc

@@ -26,6 +26,15 @@ abi::CUdevResource detached(abi::CUdevResource resource) {
 
 std::string group_label(std::size_t index) { return "group " + std::to_string(index); }
 
+SplitError split_error(std::size_t index, unsigned sm_count, const std::string& why,
+                       std::vector<unsigned> nearest) {
+  std::string counts;
+  for (unsigned count : nearest) counts += (counts.empty() ? "" : ", ") + std::to_string(count);
+  return SplitError(group_label(index) + ": num_sms=" + std::to_string(sm_count) + " " + why +
+                        "; nearest counts it can give: " + (counts.empty() ? std::string("none") : counts),
+                    index, sm_count, std::move(nearest));
+}
+
 namespace {
 
 // One checked cuDevSmResourceSplitByCount call: the groups it made, or with no `results`
@@ -34,12 +43,12 @@ unsigned call_split_by_count(abi::CUdevResource* results, unsigned wanted,
                              const abi::CUdevResource& input, abi::CUdevResource* remainder,
                              unsigned flags, unsigned min_count) {
   const DriverApi& api = driver();
-  auto split_fn = api.require(api.cuDevSmResourceSplitByCount, "green contexts",
-                              feature_version::kGreenContexts);
+  api.require(api.cuDevSmResourceSplitByCount, "green contexts", feature_version::kGreenContexts);
   unsigned groups = wanted;
-  abi::CUresult result = split_fn(results, &groups, &input, remainder, flags, min_count);
+  const abi::CUresult result =
+      api.result_of<entry::cuDevSmResourceSplitByCount>(results, &groups, &input, remainder, flags, min_count);
   if (result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION) return 0;
-  api.check(result, "cuDevSmResourceSplitByCount");
+  api.check<entry::cuDevSmResourceSplitByCount>(result);
   return groups;
 }
 
@@ -80,15 +89,16 @@ void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm
   unsigned long long asked = 0;
   for (const GroupRequest& r : requests) asked += r.sm_count;
   if (asked > input_sm_count) {
-    throw ValueError("the groups ask for " + std::to_string(asked) + " SMs in all, more than the " +
-                     std::to_string(input_sm_count) + " SMs of the partition being split");
+    throw SplitError("the groups ask for " + std::to_string(asked) + " SMs in all, more than the " +
+                         std::to_string(input_sm_count) + " SMs of the partition being split",
+                     std::nullopt, static_cast<unsigned>(asked), {});
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const GroupRequest& r = requests[i];
     if (r.sm_count > input_sm_count) {
-      throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
-                       " is more than the " + std::to_string(input_sm_count) +
-                       " SMs of the partition being split");
+      throw SplitError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) + " is more than the " +
+                           std::to_string(input_sm_count) + " SMs of the partition being split",
+                       i, r.sm_count, {});
     }
   }
 }
@@ -139,7 +149,7 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
 SmPartition partition_with_at_least(int ordinal, long long min_sms) {
   SmPartition device = SmPartition::from_device(ordinal);
   if (min_sms < 1 || min_sms > device.sm_count()) {
-    throw std::runtime_error("num_sms must be between 1 and " + std::to_string(device.sm_count()) +
+    throw RangeError("num_sms must be between 1 and " + std::to_string(device.sm_count()) +
                              " (the SM count of device " + std::to_string(ordinal) + "), got " +
                              std::to_string(min_sms));
   }
@@ -147,7 +157,7 @@ SmPartition partition_with_at_least(int ordinal, long long min_sms) {
   ByCount made = split_by_count(device.resource(), 1, 0, count);
   if (made.groups == 1 && made.results[0].sm.smCount >= count) {
     return SmPartition(ordinal, detached(made.results[0]), SmPartition::Origin::kSplitGroup,
-                       device.coscheduled_sm_count(), nullptr);
+                       device.coscheduled_sm_count(), KeepAlive());
   }
   return device;  // no aligned group that large: only the whole device has that many SMs
 }

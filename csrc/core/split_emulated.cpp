@@ -9,7 +9,7 @@
 
 #include "driver_api.h"
 #include "errors.h"
-#include "green_context.h"
+#include "internal_contexts.h"
 #include "split_internal.h"
 
 namespace tgc::split_detail {
@@ -27,9 +27,10 @@ std::string coscheduling_phrase(unsigned flags, unsigned alignment) {
              : "in units of " + std::to_string(alignment) + " (the device's co-scheduling alignment)";
 }
 
-// "nearest counts it can give: 112, 120" for a count the driver cannot give exactly.
-std::string nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
-                           unsigned count) {
+// The counts nearest to `count` (one below, one above) that the driver gives exactly from
+// `input` under `flags`; empty when there are none.
+std::vector<unsigned> nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
+                                     unsigned count) {
   if (granularity == 0) granularity = 2;
   unsigned available = input.sm.smCount;
   std::optional<unsigned> lower, upper;
@@ -46,10 +47,10 @@ std::string nearest_counts(const abi::CUdevResource& input, unsigned flags, unsi
     }
   }
   if (!upper && available > count) upper = available;  // the whole rest, as the last group
-  std::string text;
-  if (lower) text += std::to_string(*lower);
-  if (upper) text += (text.empty() ? "" : ", ") + std::to_string(*upper);
-  return text.empty() ? std::string("none") : text;
+  std::vector<unsigned> out;
+  if (lower) out.push_back(*lower);
+  if (upper) out.push_back(*upper);
+  return out;
 }
 
 class EmulatedSplit {
@@ -67,8 +68,9 @@ class EmulatedSplit {
     std::size_t i = 0;
     while (i < requests_.size()) {
       if (!current_has_sms_) {
-        throw ValueError("no SMs are left for " + group_label(i) + " (" +
-                         std::to_string(input_.sm_count()) + " SMs were split)");
+        throw SplitError("no SMs are left for " + group_label(i) + " (" + std::to_string(input_.sm_count()) +
+                             " SMs were split)",
+                         i, requests_[i].sm_count, {});
       }
       i = take(i);
       if (i < requests_.size() && current_has_sms_ && !takes_the_rest(i)) make_remainder_splittable();
@@ -81,6 +83,10 @@ class EmulatedSplit {
   }
 
  private:
+  SplitError count_refused(std::size_t i, const std::string& why, std::vector<unsigned> nearest) const {
+    return split_error(i, requests_[i].sm_count, why, std::move(nearest));
+  }
+
   // Serves requests_[i] (and the equal requests right after it); returns the next index.
   std::size_t take(std::size_t i) {
     const GroupRequest& r = requests_[i];
@@ -95,15 +101,14 @@ class EmulatedSplit {
     if (r.sm_count == 0) return discover(i, flags, granularity);
 
     if (r.sm_count > available) {
-      throw ValueError(group_label(i) + " asks for num_sms=" + std::to_string(r.sm_count) +
-                       " but only " + std::to_string(available) + " SMs are left");
+      throw SplitError(group_label(i) + " asks for num_sms=" + std::to_string(r.sm_count) + " but only " +
+                           std::to_string(available) + " SMs are left",
+                       i, r.sm_count, {});
     }
     if (r.sm_count % granularity != 0) {
-      throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
-                       " cannot be given exactly: on driver " + format_driver_version(version_) +
-                       " SMs split " + coscheduling_phrase(flags, alignment_) +
-                       "; nearest counts it can give: " +
-                       nearest_counts(current_, flags, granularity, r.sm_count));
+      throw count_refused(i, "cannot be given exactly: on driver " + format_driver_version(version_) +
+                                 " SMs split " + coscheduling_phrase(flags, alignment_),
+                          nearest_counts(current_, flags, granularity, r.sm_count));
     }
     std::size_t end = i + 1;
     while (end < requests_.size() && requests_[end].sm_count == r.sm_count &&
@@ -115,23 +120,20 @@ class EmulatedSplit {
     ByCount made = split_by_count(current_, wanted, flags, r.sm_count);
     if (made.groups < wanted) {
       if (wanted > 1) {
-        throw ValueError("only " + std::to_string(made.groups) + " groups of " +
-                         std::to_string(r.sm_count) + " SMs fit in the " +
-                         std::to_string(available) + " SMs left (groups " + std::to_string(i) +
-                         ".." + std::to_string(end - 1) + " ask for " + std::to_string(wanted) +
-                         "); the GPU's layout limits how many aligned groups it holds");
+        throw SplitError("only " + std::to_string(made.groups) + " groups of " + std::to_string(r.sm_count) +
+                             " SMs fit in the " + std::to_string(available) + " SMs left (groups " +
+                             std::to_string(i) + ".." + std::to_string(end - 1) + " ask for " +
+                             std::to_string(wanted) + "); the GPU's layout limits how many aligned groups it holds",
+                         i, r.sm_count, {});
       }
-      throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
-                       " cannot be given from the " + std::to_string(available) +
-                       " SMs left; nearest counts it can give: " +
-                       nearest_counts(current_, flags, granularity, r.sm_count));
+      throw count_refused(i, "cannot be given from the " + std::to_string(available) + " SMs left",
+                          nearest_counts(current_, flags, granularity, r.sm_count));
     }
     for (const abi::CUdevResource& group : made.results) {
       if (group.sm.smCount != r.sm_count) {
-        throw ValueError(group_label(i) + ": num_sms=" + std::to_string(r.sm_count) +
-                         " cannot be given exactly here (the driver rounds it to " +
-                         std::to_string(group.sm.smCount) + "); nearest counts it can give: " +
-                         nearest_counts(current_, flags, granularity, r.sm_count));
+        throw count_refused(i, "cannot be given exactly here (the driver rounds it to " +
+                                   std::to_string(group.sm.smCount) + ")",
+                            nearest_counts(current_, flags, granularity, r.sm_count));
       }
     }
     for (const abi::CUdevResource& group : made.results) add_group(group, granularity);
@@ -159,11 +161,11 @@ class EmulatedSplit {
         return i + 1;
       }
     }
-    throw ValueError(group_label(i) + ": discovery (num_sms=0) found no group of at least " +
-                     std::to_string(granularity) + " SMs in the " + std::to_string(available) +
-                     " SMs left" + (reserved ? " after reserving " + std::to_string(reserved) +
-                                                   " for the groups after it"
-                                             : std::string()));
+    throw SplitError(group_label(i) + ": discovery (num_sms=0) found no group of at least " +
+                         std::to_string(granularity) + " SMs in the " + std::to_string(available) + " SMs left" +
+                         (reserved ? " after reserving " + std::to_string(reserved) + " for the groups after it"
+                                   : std::string()),
+                     i, 0, {});
   }
 
   // Whether requests_[i] is served by handing over everything left, which needs no split and
@@ -195,8 +197,7 @@ class EmulatedSplit {
   // queried for a resource that it does split (documented for cuDevSmResourceSplitByCount).
   void make_remainder_splittable() {
     SmPartition remainder(input_.device(), current_, SmPartition::Origin::kSplitRemainder, 2u, keep_);
-    std::shared_ptr<GreenContext> internal = GreenContext::create(
-        input_.device(), &remainder, std::nullopt, GreenContext::Kind::kInternal);
+    std::shared_ptr<GreenContext> internal = InternalContexts::create(remainder);
     SmPartition splittable = GreenContext::sm_partition(internal);
     current_ = splittable.resource();
     current_has_sms_ = has_sms(current_);
@@ -209,7 +210,7 @@ class EmulatedSplit {
   const int version_;
   abi::CUdevResource current_;  // what is left to split, always in a splittable form
   bool current_has_sms_ = true;
-  std::shared_ptr<const void> keep_;  // keeps the internal context behind current_ alive
+  KeepAlive keep_;  // keeps the internal context behind current_ alive
   SplitResult out_;
 };
 

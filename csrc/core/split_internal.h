@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_abi.h"
+#include "errors.h"
 #include "split.h"
 
 namespace tgc::split_detail {
@@ -16,6 +17,10 @@ bool has_sms(const abi::CUdevResource& resource);
 // the array it came from, which does not outlive the call.
 abi::CUdevResource detached(abi::CUdevResource resource);
 std::string group_label(std::size_t index);
+// The SplitError for group `index`, which asked for `sm_count` SMs: "group 1: num_sms=20 <why>;
+// nearest counts it can give: 16, 24" (or "none").
+SplitError split_error(std::size_t index, unsigned sm_count, const std::string& why,
+                       std::vector<unsigned> nearest);
 
 // What one cuDevSmResourceSplitByCount call made.
 struct ByCount {

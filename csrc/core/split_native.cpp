@@ -1,6 +1,8 @@
 // The native split path (driver 13.1+): one cuDevSmResourceSplit call with the group
 // parameters as given.
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "driver_api.h"
@@ -9,10 +11,13 @@
 
 namespace tgc::split_detail {
 
-SplitResult split_native(const SmPartition& input, const std::vector<GroupRequest>& requests) {
+namespace {
+
+// One cuDevSmResourceSplit call over `requests`; its result, the outputs in `results` and
+// `remainder` when given.
+abi::CUresult call_split(const SmPartition& input, const std::vector<GroupRequest>& requests,
+                         std::vector<abi::CUdevResource>* results, abi::CUdevResource* remainder) {
   const DriverApi& api = driver();
-  auto split_fn = api.require(api.cuDevSmResourceSplit, "SMPartition.split (cuDevSmResourceSplit)",
-                              feature_version::kNativeSplit);
   std::vector<abi::CU_DEV_SM_RESOURCE_GROUP_PARAMS> params(requests.size());
   std::memset(params.data(), 0, params.size() * sizeof(params[0]));
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -27,22 +32,83 @@ SplitResult split_native(const SmPartition& input, const std::vector<GroupReques
       params[i].localityDomainId = *r.locality_domain_id;
     }
   }
-  std::vector<abi::CUdevResource> results(requests.size(), abi::zeroed_resource());
-  abi::CUdevResource remainder = abi::zeroed_resource();
-  const abi::CUresult result = split_fn(results.data(), static_cast<unsigned>(requests.size()),
-                                        &input.resource(), &remainder, 0, params.data());
-  // The driver says only INVALID_VALUE (or INVALID_RESOURCE_CONFIGURATION) for a count it cannot
-  // give; the emulated path, tried on the same request, names the group, the count and the
-  // nearest counts. Where it finds nothing wrong, the driver's error stands.
-  if (result == abi::CUDA_ERROR_INVALID_VALUE || result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION) {
-    try {
-      split_emulated(input, requests);
-    } catch (const ValueError&) {
-      throw;
-    } catch (const std::exception&) {
+  std::vector<abi::CUdevResource> scratch;
+  if (results == nullptr) results = &scratch;
+  results->assign(requests.size(), abi::zeroed_resource());
+  abi::CUdevResource unused = abi::zeroed_resource();
+  return api.result_of<entry::cuDevSmResourceSplit>(results->data(), static_cast<unsigned>(requests.size()),
+                                                    &input.resource(), remainder ? remainder : &unused, 0u,
+                                                    params.data());
+}
+
+// The driver's answers for a count it cannot give (it names neither the group nor the count).
+bool refuses_count(abi::CUresult result) {
+  return result == abi::CUDA_ERROR_INVALID_VALUE || result == abi::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+}
+
+bool splits(const SmPartition& input, const std::vector<GroupRequest>& requests) {
+  return call_split(input, requests, nullptr, nullptr) == abi::CUDA_SUCCESS;
+}
+
+// After the driver refused `requests` with `result`: the SplitError naming the first group it
+// refuses (found by splitting the groups up to each one alone), its count and the nearest
+// counts it gives that group after the groups before it. Nothing when no other count of that
+// group splits and the driver's answer was INVALID_VALUE: an argument, not a count, is wrong.
+std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupRequest> requests,
+                                  abi::CUresult result) {
+  std::size_t culprit = requests.size() - 1;
+  for (std::size_t k = 1; k < requests.size(); ++k) {
+    std::vector<GroupRequest> first(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(k));
+    if (!splits(input, first)) {
+      culprit = k - 1;
+      break;
     }
   }
-  api.check(result, "cuDevSmResourceSplit");
+  requests.resize(culprit + 1);
+  GroupRequest& group = requests.back();
+  const unsigned asked = group.sm_count;
+  if (asked == 0) {
+    return split_error(culprit, 0, "(discovery) found no group the driver could give", {});
+  }
+  unsigned before = 0;
+  for (std::size_t i = 0; i < culprit; ++i) before += requests[i].sm_count;
+  const unsigned available = input.sm_count() > before ? input.sm_count() - before : 0;
+  const unsigned alignment = group.coscheduled_sm_count ? group.coscheduled_sm_count : input.coscheduled_sm_count();
+  const unsigned step = alignment > 1 ? alignment : 2;
+  std::vector<unsigned> nearest;
+  for (unsigned c = (asked - 1) / step * step; c >= step; c -= step) {
+    group.sm_count = c;
+    if (splits(input, requests)) {
+      nearest.push_back(c);
+      break;
+    }
+  }
+  for (unsigned c = (asked / step + 1) * step; c <= available; c += step) {
+    group.sm_count = c;
+    if (splits(input, requests)) {
+      nearest.push_back(c);
+      break;
+    }
+  }
+  if (nearest.empty() && result == abi::CUDA_ERROR_INVALID_VALUE) return std::nullopt;
+  return split_error(culprit, asked,
+                     "cannot be given: on driver " + format_driver_version(driver().version()) +
+                         " SMs split in units of " + std::to_string(step) + " (the group's co-scheduling)",
+                     std::move(nearest));
+}
+
+}  // namespace
+
+SplitResult split_native(const SmPartition& input, const std::vector<GroupRequest>& requests) {
+  const DriverApi& api = driver();
+  api.require(api.cuDevSmResourceSplit, "SMPartition.split (cuDevSmResourceSplit)", feature_version::kNativeSplit);
+  std::vector<abi::CUdevResource> results;
+  abi::CUdevResource remainder = abi::zeroed_resource();
+  const abi::CUresult result = call_split(input, requests, &results, &remainder);
+  if (refuses_count(result)) {
+    if (std::optional<SplitError> error = refusal(input, requests, result)) throw *error;
+  }
+  api.check<entry::cuDevSmResourceSplit>(result);
 
   SplitResult out;
   for (const abi::CUdevResource& group : results) {

@@ -32,11 +32,11 @@ abi::CUevent create_event(const GreenContext& context) {
   const DriverApi& api = driver();
   abi::CUevent event = nullptr;
   CurrentContext current(context.context());
-  api.check(api.cuEventCreate(&event, abi::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  api.call<entry::cuEventCreate>(&event, abi::CU_EVENT_DISABLE_TIMING);
   try {
     current.pop();
   } catch (...) {
-    warn_if_cleanup_failed(api.cuEventDestroy(event), "cuEventDestroy");
+    api.call_in_cleanup<entry::cuEventDestroy>(event);
     throw;
   }
   g_live_fence_events.fetch_add(1);
@@ -64,7 +64,7 @@ StreamFence::StreamFence(std::vector<Member> members) {
   for (std::size_t i = 0; i < members.size(); ++i) {
     // A green-context stream's context is the green context's CUcontext (cuCtxFromGreenCtx).
     abi::CUcontext owner = nullptr;
-    api.check(api.cuStreamGetCtx(members[i].stream, &owner), "cuStreamGetCtx");
+    api.call<entry::cuStreamGetCtx>(members[i].stream, &owner);
     if (owner != members[i].context->context()) {
       throw ValueError("stream " + std::to_string(i) + " of the StreamFence is not a stream of the green context "
                        "given with it; give each stream with the context it was made from");
@@ -104,7 +104,7 @@ void StreamFence::destroy_events() noexcept {
   try {
     const DriverApi& api = driver();
     for (const Entry& member : members_) {
-      warn_if_cleanup_failed(api.cuEventDestroy(member.event), "cuEventDestroy");
+      api.call_in_cleanup<entry::cuEventDestroy>(member.event);
     }
   } catch (...) {
     // No driver to call (a process that can no longer use it): nothing can be released.
@@ -131,11 +131,11 @@ void StreamFence::order_after(const StreamFence& before) const {
   check_orderable_after(before, "order_after");
   const DriverApi& api = driver();
   for (const Entry& done : before.members_) {
-    api.check(api.cuEventRecord(done.event, done.stream), "cuEventRecord");
+    api.call<entry::cuEventRecord>(done.event, done.stream);
   }
   for (const Entry& waiting : members_) {
     for (const Entry& done : before.members_) {
-      api.check(api.cuStreamWaitEvent(waiting.stream, done.event, 0), "cuStreamWaitEvent");
+      api.call<entry::cuStreamWaitEvent>(waiting.stream, done.event, 0);
     }
   }
 }
@@ -150,8 +150,8 @@ void StreamFence::order_each_after(const StreamFence& before) const {
   const DriverApi& api = driver();
   for (std::size_t i = 0; i < members_.size(); ++i) {
     const Entry& done = before.members_[i];
-    api.check(api.cuEventRecord(done.event, done.stream), "cuEventRecord");
-    api.check(api.cuStreamWaitEvent(members_[i].stream, done.event, 0), "cuStreamWaitEvent");
+    api.call<entry::cuEventRecord>(done.event, done.stream);
+    api.call<entry::cuStreamWaitEvent>(members_[i].stream, done.event, 0);
   }
 }
 

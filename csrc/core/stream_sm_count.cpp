@@ -66,8 +66,7 @@ unsigned green_context_sm_count(const DriverApi& api, abi::CUgreenCtx green_ctx)
   unsigned count = 0;
   if (registry().find(green_ctx, &count)) return count;
   abi::CUdevResource resource = abi::zeroed_resource();
-  api.check(api.cuGreenCtxGetDevResource(green_ctx, &resource, abi::CU_DEV_RESOURCE_TYPE_SM),
-            "cuGreenCtxGetDevResource");
+  api.call<entry::cuGreenCtxGetDevResource>(green_ctx, &resource, abi::CU_DEV_RESOURCE_TYPE_SM);
   return resource.sm.smCount;
 }
 
@@ -83,16 +82,16 @@ unsigned stream_sm_count(abi::CUstream stream, int ordinal) {
   const DriverApi& api = driver();
   // Before 12.4 there are no green contexts: every stream has the whole device.
   if (api.version() < feature_version::kGreenContexts) return whole_device(ordinal);
-  auto get_green_ctx = api.require(api.cuStreamGetGreenCtx, "the SM count of a stream (cuStreamGetGreenCtx)",
+  api.require(api.cuStreamGetGreenCtx, "the SM count of a stream (cuStreamGetGreenCtx)",
                                    feature_version::kGreenContexts);
   if (is_default_stream(stream)) {
     // The driver answers for the current context; with none current there is nothing to ask.
     abi::CUcontext current = nullptr;
-    api.check(api.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+    api.call<entry::cuCtxGetCurrent>(&current);
     if (current == nullptr) return whole_device(ordinal);
   }
   abi::CUgreenCtx green_ctx = nullptr;
-  api.check(get_green_ctx(stream, &green_ctx), "cuStreamGetGreenCtx");
+  api.call<entry::cuStreamGetGreenCtx>(stream, &green_ctx);
   if (green_ctx != nullptr) return green_context_sm_count(api, green_ctx);
   return whole_device(ordinal);
 }

@@ -19,9 +19,8 @@ abi::CUdevResource workqueue_resource(int device, const WorkqueueConfig& config)
   const DriverApi& api = driver();
   api.require_version("workqueue configuration", feature_version::kWorkqueues);
   abi::CUdevResource resource = abi::zeroed_resource();
-  api.check(api.cuDeviceGetDevResource(device_handle(device), &resource,
-                                       abi::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG),
-            "cuDeviceGetDevResource");
+  api.call<entry::cuDeviceGetDevResource>(device_handle(device), &resource,
+                                       abi::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG);
   resource.wqConfig.sharingScope = config.scope;
   if (config.concurrency_limit) resource.wqConfig.wqConcurrencyLimit = *config.concurrency_limit;
   return resource;

@@ -36,12 +36,32 @@ std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream
           static_cast<std::int64_t>(packed.device_type)};
 }
 
-abi::CUstream raw_stream(std::int64_t stream_id, std::int64_t device_index,
-                         std::int64_t device_type) {
-  c10::cuda::CUDAStream torch_stream = c10::cuda::CUDAStream::unpack3(
-      static_cast<c10::StreamId>(stream_id), static_cast<c10::DeviceIndex>(device_index),
-      static_cast<c10::DeviceType>(device_type));
-  return reinterpret_cast<abi::CUstream>(torch_stream.stream());
+int resolve_device(std::optional<long long> device) {
+  GreenContext::Request request;
+  request.device = device;
+  return GreenContext::device_of(request, current_device);
+}
+
+std::shared_ptr<GreenContext> create_context(const GreenContext::Request& request) {
+  const int ordinal = GreenContext::device_of(request, current_device);
+  ensure_primary_context(ordinal);
+  return GreenContext::create(ordinal, request);
+}
+
+std::vector<std::shared_ptr<GreenContext>> create_contexts(int device, const std::vector<const SmPartition*>& partitions,
+                                                           const std::optional<WorkqueueConfig>& workqueue) {
+  ensure_primary_context(device);
+  return GreenContext::create_all(device, partitions, workqueue);
+}
+
+std::vector<std::shared_ptr<GreenContext>> create_split_contexts(std::optional<long long> device,
+                                                                 const std::vector<GroupRequest>& requests,
+                                                                 const std::optional<WorkqueueConfig>& workqueue,
+                                                                 SplitPath path) {
+  check_group_list(requests);  // needs no driver: before the device is looked up
+  const int ordinal = resolve_device(device);
+  ensure_primary_context(ordinal);
+  return GreenContext::create_split(ordinal, requests, workqueue, path);
 }
 
 }  // namespace tgc::torch_bridge

@@ -1,14 +1,19 @@
 // The thin layer between the driver-facing core and PyTorch: devices as PyTorch sees them,
-// the primary context initialised through PyTorch, raw streams as c10::cuda::CUDAStream.
+// the primary context initialised through PyTorch before green contexts are made, raw streams
+// as c10::cuda::CUDAStream.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <c10/cuda/CUDAStream.h>
 
 #include "../core/cuda_abi.h"
+#include "../core/green_context.h"
 
 namespace tgc::torch_bridge {
 
@@ -29,8 +34,20 @@ c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal);
 std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream stream,
                                                                    int ordinal);
 
-// The raw handle behind a torch.cuda.Stream's (stream_id, device_index, device_type).
-abi::CUstream raw_stream(std::int64_t stream_id, std::int64_t device_index,
-                         std::int64_t device_type);
+// `device`, or PyTorch's current device when none is given, checked against the devices the
+// driver sees (RangeError).
+int resolve_device(std::optional<long long> device);
+
+// GreenContext::create(request) on the request's device (PyTorch's current one when it names
+// none), after the device's primary context exists: PyTorch and the green contexts share it.
+std::shared_ptr<GreenContext> create_context(const GreenContext::Request& request);
+
+// GreenContext::create_all and create_split, likewise after the primary context exists.
+std::vector<std::shared_ptr<GreenContext>> create_contexts(int device, const std::vector<const SmPartition*>& partitions,
+                                                           const std::optional<WorkqueueConfig>& workqueue);
+std::vector<std::shared_ptr<GreenContext>> create_split_contexts(std::optional<long long> device,
+                                                                 const std::vector<GroupRequest>& requests,
+                                                                 const std::optional<WorkqueueConfig>& workqueue,
+                                                                 SplitPath path);
 
 }  // namespace tgc::torch_bridge

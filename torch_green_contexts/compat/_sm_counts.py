@@ -1,13 +1,9 @@
-"""SM counts as flashinfer.green_ctx rounds them, and which split errors mean "does not fit"."""
+"""SM counts as flashinfer.green_ctx rounds them."""
 
 from __future__ import annotations
 
-from .._errors import DriverError
 from .._native import _C
 from .._sm_partition import SMPartition
-
-# The driver's answers to a request that the SMs cannot satisfy.
-_DOES_NOT_FIT = ("CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", "CUDA_ERROR_INVALID_RESOURCE_TYPE")
 
 # What flashinfer.green_ctx's callers find in its error for a request that does not fit (they
 # match on it): the driver's error as cuda-python words it.
@@ -42,15 +38,3 @@ def round_up(count: int, minimum: int, alignment: int) -> int:
     """``count`` raised to ``minimum``, then up to a multiple of ``alignment``."""
     count = max(count, minimum)
     return -(-count // alignment) * alignment
-
-
-def does_not_fit(error: Exception) -> bool:
-    """Whether an error of SMPartition.split means the SMs cannot satisfy the request: the
-    emulated split's ValueError (counts it cannot give exactly), the driver refusing the
-    resource configuration, or cuDevSmResourceSplit refusing a count that is not a multiple of
-    the co-scheduling alignment (CUDA_ERROR_INVALID_VALUE: the only value the compat modules
-    leave to the driver is the count). Called only after the arguments were checked."""
-    if isinstance(error, DriverError):
-        return error.name in _DOES_NOT_FIT or (
-            error.call == "cuDevSmResourceSplit" and error.name == "CUDA_ERROR_INVALID_VALUE")
-    return isinstance(error, ValueError)

@@ -29,13 +29,13 @@ from typing import Any
 import torch
 
 from .._device import resolve_device
-from .._errors import DriverError
+from .._errors import SplitError
 from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
 from .._validation import as_int_at_least
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
-from ._sm_counts import FLASHINFER_DRIVER_ERROR, device_constraint, does_not_fit, round_up, sm_count_constraint
+from ._sm_counts import FLASHINFER_DRIVER_ERROR, device_constraint, round_up, sm_count_constraint
 from ._streams import streams_on
 
 __all__ = [
@@ -258,10 +258,8 @@ def _split(partition: SMPartition, sizes: list[int], backfill: list[bool],
            request: str) -> tuple[list[CUdevResource], CUdevResource]:
     try:
         groups, rest = partition.split(num_sms=sizes, backfill=backfill)
-    except (ValueError, DriverError) as error:
-        if does_not_fit(error):
-            raise _insufficient(request, partition, str(error)) from error
-        raise
+    except SplitError as error:
+        raise _insufficient(request, partition, str(error)) from error
     device = partition.device_id
     return [CUdevResource(g, device) for g in groups], CUdevResource(rest, device)
 

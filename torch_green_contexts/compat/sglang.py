@@ -24,12 +24,11 @@ from typing import Any
 import torch
 
 from .._device import resolve_device
-from .._errors import DriverError
+from .._errors import SplitError
 from .._layout_build import granularity, make_overlapped
 from .._native import _C
 from .._sm_partition import SMPartition
 from .._validation import as_count, highest_priority
-from ._sm_counts import does_not_fit
 from ._streams import streams_on
 
 __all__ = [
@@ -64,9 +63,7 @@ def create_greenctx_stream_by_value(
     takes_the_rest = a + b == total  # then the second is the remainder, in any size
     try:
         (first, second), _ = whole.split(num_sms=(a, b), backfill=(False, takes_the_rest))
-    except (ValueError, DriverError) as error:
-        if not does_not_fit(error):
-            raise
+    except SplitError as error:
         raise RuntimeError(
             f"The SMs of the created streams are not equal to the input SMs, expected: {a}, {b}: "
             f"device {device} cannot be split into exactly these counts ({error})"
