@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._corrections import Corrections
-from ._sizing_result import _check_percentile
-from ._step_costs import LayoutProfile
-from ._step_timer import StepTimer
+from ._sizing._corrections import Corrections
+from ._sizing._sizing_result import _check_percentile
+from ._sizing._step_costs import LayoutProfile
+from ._sizing._step_timer import StepTimer
 from ._validation import as_int_at_least
 from .layouts import Layout, LayoutKey, Layouts, check_ordering
 

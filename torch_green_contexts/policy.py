@@ -26,10 +26,10 @@ import math
 from typing import Any
 
 
-from ._corrections import Corrections
-from ._step_timer import StepTimer
-from ._profile import LatencyProfile
-from ._sizing_result import _check_percentile
+from ._sizing._corrections import Corrections
+from ._sizing._profile import LatencyProfile
+from ._sizing._sizing_result import _check_percentile
+from ._sizing._step_timer import StepTimer
 from .layouts import Layout, Layouts, check_ordering
 
 __all__ = ["SplitPolicy"]

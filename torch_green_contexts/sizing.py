@@ -35,14 +35,14 @@ import torch
 
 from ._device import resolve_device
 from ._errors import DriverError
-from ._layout_sweep import sweep_layouts
-from ._profile import LatencyProfile
-from ._step_costs import LayoutProfile, StepCost
-from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
+from ._sizing._layout_sweep import sweep_layouts
+from ._sizing._profile import LatencyProfile
+from ._sizing._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
+from ._sizing._stats import interleaved
+from ._sizing._step_costs import LayoutProfile, StepCost
+from ._sizing._sweep import Options, positive_int, sweep
+from ._sizing._timing import QueuedLoad, graphed, time_calls
 from ._sm_partition import SMPartition
-from ._stats import interleaved
-from ._sweep import Options, positive_int, sweep
-from ._timing import QueuedLoad, graphed, time_calls
 
 __all__ = [
     "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",

@@ -11,14 +11,14 @@ from typing import Any, Callable
 
 import torch
 
-from ._green_context import GreenContext
-from ._native import _C
+from .._green_context import GreenContext
+from .._native import _C
+from .._sm_partition import SMPartition
+from .._validation import as_int_at_least
 from ._progress import Progress
 from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
-from ._sm_partition import SMPartition
 from ._stats import interleaved
 from ._timing import POLL_S, QueuedLoad, graphed, time_calls
-from ._validation import as_int_at_least
 
 _QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
 
