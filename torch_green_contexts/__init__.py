@@ -21,6 +21,7 @@ from ._native import _C as _C
 from ._probe import observed_sm_ids as observed_sm_ids
 from ._sm_count import sm_count as sm_count
 from ._sm_partition import SMPartition as SMPartition
+from ._validation import as_int_at_least
 
 __all__ = ["GreenContext", "SMPartition"]
 __version__ = "0.1.0"
@@ -55,10 +56,7 @@ def set_idle_context_limit(limit: int) -> int:
     """Keep at most ``limit`` idle green contexts for reuse (0: destroy contexts when they are
     dropped); returns the previous limit. The default is 16, or the value of the environment
     variable ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT``."""
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int, got {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be 0 or more, got {limit}")
+    limit = as_int_at_least("limit", limit, 0)
     previous: int = _C.idle_context_limit()
     _C.set_idle_context_limit(limit)
     return previous

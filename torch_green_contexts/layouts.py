@@ -47,7 +47,6 @@ every layout before serving (:meth:`Layouts.warm_up`), or set ``CUDA_MODULE_LOAD
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable, Iterable, Iterator, Tuple, Union
 
 import torch
@@ -59,6 +58,7 @@ from ._layout_build import make_fence as _make_fence
 from ._layout_build import make_layout as _make_layout
 from ._layout_build import make_overlapped as _make_overlapped
 from ._native import _C
+from ._validation import as_count
 from ._validation import highest_priority as _highest_priority
 
 __all__ = ["Handoff", "Layout", "Layouts", "ORDERINGS"]
@@ -100,15 +100,7 @@ def check_ordering(ordering: object) -> str:
 
 
 def _ints(name: str, values: Iterable[Any]) -> list[int]:
-    out = []
-    for value in values:
-        if isinstance(value, bool):
-            raise TypeError(f"{name} entries must be ints, not bool")
-        try:
-            out.append(operator.index(value))
-        except TypeError:
-            raise TypeError(f"{name} entries must be ints, got {type(value).__name__} ({value!r})") from None
-    return out
+    return [as_count(f"{name} entries", value, "ints") for value in values]
 
 
 def _sequence(name: str, value: Any, what: str) -> list[Any]:
@@ -171,9 +163,8 @@ class Layouts:
             raise ValueError(f"latency_sms has repeated counts: {counts}")
         if len(set(pairs)) != len(pairs):
             raise ValueError(f"overlapped has repeated floors: {pairs}")
-        if latency_priority is not None and (isinstance(latency_priority, bool)
-                                             or not isinstance(latency_priority, int)):
-            raise TypeError(f"latency_priority must be an int or None, got {type(latency_priority).__name__}")
+        if latency_priority is not None:
+            latency_priority = as_count("latency_priority", latency_priority, "an int or None")
         self._ordering = check_ordering(ordering)
         device = resolve_device(device_id)
         total = _C.device_sm_count(device)

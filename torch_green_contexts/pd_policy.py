@@ -32,19 +32,10 @@ from ._sizing._corrections import Corrections
 from ._sizing._sizing_result import _check_percentile
 from ._sizing._step_costs import LayoutProfile
 from ._sizing._step_timer import StepTimer
-from ._validation import as_int_at_least
+from ._validation import as_int_at_least, as_number_in, as_positive_us
 from .layouts import Layout, LayoutKey, Layouts, check_ordering
 
 __all__ = ["PrefillDecodePolicy"]
-
-
-def _number(name: str, value: Any, *, low: float = 0.0, below: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite number, got {value!r}")
-    if not low <= value < below:
-        raise ValueError(f"{name} must be at least {low:g}" + ("" if below == math.inf else f" and below {below:g}")
-                         + f", got {value!r}")
-    return float(value)
 
 
 class PrefillDecodePolicy:
@@ -72,12 +63,11 @@ class PrefillDecodePolicy:
                  sample_every: int = 1, max_pending: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
-        self.tpot_slo_us = _number("tpot_slo_us", tpot_slo_us)
-        if self.tpot_slo_us <= 0:
-            raise ValueError(f"tpot_slo_us must be a positive number of microseconds, got {tpot_slo_us!r}")
-        self.headroom = _number("headroom", headroom, below=1.0)
-        self.slack_share = _number("slack_share", slack_share, below=1.0 + 1e-12)
-        self._hysteresis = _number("hysteresis", hysteresis, below=1.0)
+        as_number_in("tpot_slo_us", tpot_slo_us)
+        self.tpot_slo_us = as_positive_us("tpot_slo_us", tpot_slo_us)
+        self.headroom = as_number_in("headroom", headroom, below=1.0)
+        self.slack_share = as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
+        self._hysteresis = as_number_in("hysteresis", hysteresis, below=1.0)
         self._percentile = _check_percentile(percentile)
         self._ordering = check_ordering(ordering)
         self._read_every = as_int_at_least("read_every", read_every, 1)

@@ -27,8 +27,6 @@ alike) and fits a cost per layout, which
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import torch
@@ -40,9 +38,10 @@ from ._sizing._profile import LatencyProfile
 from ._sizing._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
 from ._sizing._stats import interleaved
 from ._sizing._step_costs import LayoutProfile, StepCost
-from ._sizing._sweep import Options, positive_int, sweep
+from ._sizing._sweep import Options, sweep
 from ._sizing._timing import QueuedLoad, graphed, time_calls
 from ._sm_partition import SMPartition
+from ._validation import as_finite, as_int_at_least
 
 __all__ = [
     "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
@@ -82,7 +81,7 @@ def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
         return list(allowed)
     if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
         raise TypeError(f"counts must be a sequence of SM counts, got {type(counts).__name__}")
-    chosen = [positive_int("counts entries", c) for c in counts]
+    chosen = [as_int_at_least("counts entries", c, 1) for c in counts]
     if not chosen:
         raise ValueError("counts must name at least one SM count")
     wrong = sorted({c for c in chosen if c not in allowed})
@@ -178,8 +177,7 @@ def _check_params(params: Any) -> list[Any]:
     if not chosen:
         raise ValueError("params must name at least one parameter")
     for p in chosen:
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p):
-            raise TypeError(f"params must be finite numbers (ints or floats), got {p!r}")
+        as_finite("params", p, "finite numbers (ints or floats)")
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"params has repeated values: {chosen}")
     return sorted(chosen)
@@ -235,7 +233,8 @@ def _check_points(points: Any) -> list[tuple[int, int]]:
         if isinstance(point, (str, bytes)) or not isinstance(point, Iterable) or len(tuple(point)) != 2:
             raise TypeError(f"points must be (batch, context_tokens) pairs, got {point!r}")
         batch, context = tuple(point)
-        chosen.append((positive_int("a point's batch", batch), positive_int("a point's context_tokens", context, 0)))
+        chosen.append((as_int_at_least("a point's batch", batch, 1),
+                       as_int_at_least("a point's context_tokens", context, 0)))
     if not chosen:
         raise ValueError("points must name at least one (batch, context_tokens) pair")
     if len(set(chosen)) != len(chosen):

@@ -7,10 +7,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
-import math
-import numbers
 from typing import Any
 
+from .._validation import as_finite
 from ._json_input import json_object, reading
 from ._sizing_result import SizingResult, _check_percentile
 
@@ -164,5 +163,4 @@ class LatencyProfile:
 
 
 def _check_param(p: Any) -> None:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p):
-        raise TypeError(f"the parameter must be a finite number, got {p!r}")
+    as_finite("the parameter", p)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Any, Sequence
 
+from .._validation import as_positive_us
 from ._json_input import json_object, reading
 from ._stats import percentile
 
@@ -94,10 +94,7 @@ class SizingResult:
         idle. None when no measured count meets the deadline. The row of all SMs has no load
         beside it, so it only qualifies when no load was measured or ``under_load`` is false.
         """
-        if isinstance(deadline_us, bool) or not isinstance(deadline_us, (int, float)):
-            raise TypeError(f"deadline_us must be a number of microseconds, got {deadline_us!r}")
-        if not math.isfinite(deadline_us) or deadline_us <= 0:
-            raise ValueError(f"deadline_us must be a positive number of microseconds, got {deadline_us!r}")
+        as_positive_us("deadline_us", deadline_us)
         q = _check_percentile(percentile)
         loaded = under_load and self.has_load()
         for row in sorted(self.rows, key=lambda r: r.sm_count):

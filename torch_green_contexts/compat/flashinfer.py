@@ -33,7 +33,7 @@ from .._errors import DriverError
 from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
-from .._validation import as_int_at_least
+from .._validation import as_count, as_int_at_least, is_int
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
 from ._sm_counts import FLASHINFER_DRIVER_ERROR, device_constraint, does_not_fit, round_up, sm_count_constraint
 from ._streams import streams_on
@@ -100,8 +100,8 @@ def split_resource(resource: CUdevResource, num_groups: int, min_count: int) -> 
     ("Insufficient SMs ...").
     """
     partition = _partition_of("resource", resource)
-    groups = _count("num_groups", num_groups, minimum=1)
-    count = _count("min_count", min_count, minimum=0)
+    groups = as_int_at_least("num_groups", num_groups, 1)
+    count = as_int_at_least("min_count", min_count, 0)
     minimum, alignment = device_constraint(resource.device_id)
     size = round_up(count, minimum, alignment)
     partition = _splittable(partition)
@@ -129,7 +129,7 @@ def split_resource_by_sm_count(
     partition = _partition_of("resource", resource)
     if resource.device_id != device:
         raise ValueError(f"resource belongs to device {resource.device_id}, not to cu_dev (device {device})")
-    counts = [_count("sm_counts entries", c, minimum=0) for c in _sequence("sm_counts", sm_counts)]
+    counts = [as_int_at_least("sm_counts entries", c, 0) for c in _sequence("sm_counts", sm_counts)]
     if not counts:
         return [], resource
     minimum, alignment = device_constraint(device)
@@ -207,7 +207,7 @@ def split_device_green_ctx_by_sm_count(
     resource = get_device_resource(cu_dev)
     counts = _sequence("sm_counts", sm_counts)
     for count in counts:
-        if _count("sm_counts entries", count, minimum=None) <= 0:
+        if as_count("sm_counts entries", count) <= 0:
             raise ValueError(f"SM count must be positive, got {count}")
     results, remaining = split_resource_by_sm_count(cu_dev, resource, counts)
     _check_remainder(remaining, f"SM counts {list(counts)}")
@@ -216,10 +216,6 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
-
-
-def _count(name: str, value: Any, minimum: int | None) -> int:
-    return as_int_at_least(name, value, minimum)
 
 
 def _sequence(name: str, value: Any) -> list[Any]:
@@ -232,7 +228,7 @@ def _device_of(cu_dev: Any) -> int:
     """The device ordinal of a CUdevice (or a plain int, as cuda-python accepts), checked."""
     if isinstance(cu_dev, CUdevice):
         return resolve_device(cu_dev.index)
-    if isinstance(cu_dev, int) and not isinstance(cu_dev, bool):
+    if is_int(cu_dev):
         return resolve_device(cu_dev)
     raise TypeError(f"cu_dev must be a CUdevice (from get_cudevice), got {type(cu_dev).__name__}")
 

@@ -19,8 +19,6 @@ never runs on and let both use the rest, with the decode stream at the highest p
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from .._device import resolve_device
@@ -51,7 +49,7 @@ def create_greenctx_stream_by_value(
     size). The streams keep their green contexts alive.
     """
     device = resolve_device(device_id)
-    a, b = _int("SM_a", SM_a), _int("SM_b", SM_b)
+    a, b = as_count("SM_a", SM_a), as_count("SM_b", SM_b)
     if a <= 0 or b <= 0:
         raise RuntimeError(f"SM counts must be positive, got SM_a={a}, SM_b={b}")
     total = _C.device_sm_count(device)
@@ -88,7 +86,7 @@ def create_overlapped_greenctx_stream_by_value(
     Returns ``(prefill_stream, decode_stream, (prefill, decode, prefill_only, decode_only,
     shared))``, the SM counts the driver gave; see
     :func:`create_asymmetric_overlapped_greenctx_stream_by_value`."""
-    count = _int("reserved_sm", reserved_sm)
+    count = as_count("reserved_sm", reserved_sm)
     return create_asymmetric_overlapped_greenctx_stream_by_value(count, count, device_id)
 
 
@@ -108,8 +106,8 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
     streams are dropped are reused, so calling this in a loop leaks nothing.
     """
     device = resolve_device(device_id)
-    prefill_floor = _int("prefill_reserved_sm", prefill_reserved_sm)
-    decode_floor = _int("decode_reserved_sm", decode_reserved_sm)
+    prefill_floor = as_count("prefill_reserved_sm", prefill_reserved_sm)
+    decode_floor = as_count("decode_reserved_sm", decode_reserved_sm)
     step, total = granularity(device), _C.device_sm_count(device)
     if prefill_floor <= 0 or decode_floor <= 0 or prefill_floor % step or decode_floor % step:
         raise RuntimeError(
@@ -134,7 +132,3 @@ def get_sm_available(device_id: int | None = None) -> int:
     """The number of SMs of a device (``None``: PyTorch's current device)."""
     count: int = _C.device_sm_count(resolve_device(device_id))
     return count
-
-
-def _int(name: str, value: Any) -> int:
-    return as_count(name, value)
