@@ -58,7 +58,7 @@ def available_counts(device_id: int | None = None) -> list[int]:
     device = resolve_device(device_id)
     whole = SMPartition.from_device(device)
     total = whole.sm_count
-    step = max(1, whole._native.min_partition_size)
+    step = max(1, whole._min_partition_size)
     counts = []
     for k in range(step, total, step):
         try:

@@ -245,7 +245,7 @@ def _partition_of(name: str, resource: Any, allow_empty: bool = False) -> Any:
 def _splittable(partition: SMPartition) -> SMPartition:
     """``partition``, or the same SMs as a green context's resource when the driver refuses to
     split it (a split's output); the context lives as long as that resource."""
-    if partition._native.splittable:
+    if partition._splittable:
         return partition
     return GreenContext(sm_partition=partition).sm_partition
 
