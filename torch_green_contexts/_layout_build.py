@@ -4,7 +4,7 @@ floors and a shared pool, each side's context the union of its floor and the poo
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple, Union
 
 import torch
 
@@ -16,6 +16,10 @@ from ._sm_partition import SMPartition
 # of a split is co-scheduled in pairs only, and the driver combines only SM resources of one
 # co-scheduling alignment.
 OVERLAP_COSCHEDULING = 2
+
+# What Layouts.switch takes for a layout: the latency SM count of a disjoint or end layout, the
+# (latency_floor, batch_floor) of an overlapped one.
+LayoutKey = Union[int, Tuple[int, int]]
 
 
 class Layout(NamedTuple):
@@ -52,7 +56,7 @@ class Layout(NamedTuple):
         return self.shared_sm_count > 0
 
     @property
-    def key(self) -> int | tuple[int, int]:
+    def key(self) -> LayoutKey:
         """What :meth:`Layouts.switch` takes for this layout: the latency SM count of a disjoint
         or end layout, ``(latency_floor, batch_floor)`` of an overlapped one."""
         return (self.latency_floor, self.batch_floor) if self.overlapped else self.sm_count

@@ -26,14 +26,15 @@ one that gives prefill the most SMs; with no prefill waiting, the one that gives
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._sizing._corrections import Corrections
-from ._sizing._sizing_result import _check_percentile
+from . import _layout_args, _validation
+from ._sizing import _corrections, _sizing_result, _step_timer
 from ._sizing._step_costs import LayoutProfile
-from ._sizing._step_timer import StepTimer
-from ._validation import as_int_at_least, as_number_in, as_positive_us
-from .layouts import Layout, LayoutKey, Layouts, check_ordering
+from .layouts import Layout, Layouts
+
+if TYPE_CHECKING:
+    from ._layout_build import LayoutKey
 
 __all__ = ["PrefillDecodePolicy"]
 
@@ -63,14 +64,14 @@ class PrefillDecodePolicy:
                  sample_every: int = 1, max_pending: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
-        as_number_in("tpot_slo_us", tpot_slo_us)
-        self.tpot_slo_us = as_positive_us("tpot_slo_us", tpot_slo_us)
-        self.headroom = as_number_in("headroom", headroom, below=1.0)
-        self.slack_share = as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
-        self._hysteresis = as_number_in("hysteresis", hysteresis, below=1.0)
-        self._percentile = _check_percentile(percentile)
-        self._ordering = check_ordering(ordering)
-        self._read_every = as_int_at_least("read_every", read_every, 1)
+        _validation.as_number_in("tpot_slo_us", tpot_slo_us)
+        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", tpot_slo_us)
+        self.headroom = _validation.as_number_in("headroom", headroom, below=1.0)
+        self.slack_share = _validation.as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
+        self._hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0)
+        self._percentile = _sizing_result.check_percentile(percentile)
+        self._ordering = _layout_args.check_ordering(ordering)
+        self._read_every = _validation.as_int_at_least("read_every", read_every, 1)
         keys = list(layouts.keys)
         missing = [k for k in keys if k not in profile.measured]
         if missing:
@@ -84,10 +85,11 @@ class PrefillDecodePolicy:
         self._most_decode = max(keys, key=lambda k: (self._layouts[k].sm_count, -self._layouts[k].batch_sm_count))
         self._most_prefill = self._by_prefill[0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
-        self._corrections = Corrections(((k, self._layouts[k].sm_count) for k in keys),
-                                        half_life_steps=as_int_at_least("half_life_steps", half_life_steps, 1))
-        self._timer = StepTimer(as_int_at_least("sample_every", sample_every, 1),
-                                as_int_at_least("max_pending", max_pending, 1))
+        self._corrections = _corrections.Corrections(
+            ((k, self._layouts[k].sm_count) for k in keys),
+            half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
+        self._timer = _step_timer.StepTimer(_validation.as_int_at_least("sample_every", sample_every, 1),
+                                            _validation.as_int_at_least("max_pending", max_pending, 1))
         self._current: LayoutKey | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(keys, 0)

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._sizing._corrections import Corrections
+from . import _layout_args, _validation
+from ._sizing import _corrections, _sizing_result, _step_timer
 from ._sizing._profile import LatencyProfile
-from ._sizing._sizing_result import _check_percentile
-from ._sizing._step_timer import StepTimer
-from ._validation import as_finite, as_number_in, as_positive_us, as_setting_count
-from .layouts import Layout, Layouts, check_ordering
+from .layouts import Layout, Layouts
 
 __all__ = ["SplitPolicy"]
 
@@ -69,16 +67,16 @@ class SplitPolicy:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
         for name, value in (("slo_us", slo_us), ("headroom", headroom), ("hysteresis", hysteresis)):
-            as_finite(name, value)
-        slo_us = as_positive_us("slo_us", slo_us)
-        headroom = as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
-        hysteresis = as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")
-        half_life_steps = as_setting_count("half_life_steps", half_life_steps)
-        read_every = as_setting_count("read_every", read_every)
-        sample_every = as_setting_count("sample_every", sample_every)
-        max_pending = as_setting_count("max_pending", max_pending)
-        self._percentile = _check_percentile(percentile)
-        self._ordering = check_ordering(ordering)
+            _validation.as_finite(name, value)
+        slo_us = _validation.as_positive_us("slo_us", slo_us)
+        headroom = _validation.as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
+        hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")
+        half_life_steps = _validation.as_setting_count("half_life_steps", half_life_steps)
+        read_every = _validation.as_setting_count("read_every", read_every)
+        sample_every = _validation.as_setting_count("sample_every", sample_every)
+        max_pending = _validation.as_setting_count("max_pending", max_pending)
+        self._percentile = _sizing_result.check_percentile(percentile)
+        self._ordering = _layout_args.check_ordering(ordering)
         candidates = sorted(k for k in layouts.counts if k > 0)
         missing = [k for k in candidates if k not in profile.counts]
         if missing:
@@ -94,12 +92,12 @@ class SplitPolicy:
         self._has_zero = 0 in layouts.counts
         self._read_every = read_every
         self._down_bound = self._bound * (1.0 - hysteresis)
-        self._corrections = Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
+        self._corrections = _corrections.Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
         self._base: dict[tuple[Any, int, int], float | None] = {}
         self._current: int | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(layouts.counts, 0)
-        self._timer = StepTimer(sample_every, max_pending)
+        self._timer = _step_timer.StepTimer(sample_every, max_pending)
         self._pending, self._pool = self._timer.pending, self._timer.pool
 
     # ---- the per-step calls -------------------------------------------------------------------

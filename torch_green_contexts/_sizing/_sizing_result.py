@@ -34,7 +34,7 @@ class Latency:
 
     def at(self, q: int) -> float:
         """The ``q``-th percentile (50, 90 or 99)."""
-        return float(getattr(self, f"p{_check_percentile(q)}"))
+        return float(getattr(self, f"p{check_percentile(q)}"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +95,7 @@ class SizingResult:
         beside it, so it only qualifies when no load was measured or ``under_load`` is false.
         """
         as_positive_us("deadline_us", deadline_us)
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         loaded = under_load and self.has_load()
         for row in sorted(self.rows, key=lambda r: r.sm_count):
             figures = row.loaded if loaded else row.idle
@@ -237,7 +237,7 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def _check_percentile(q: Any) -> int:
+def check_percentile(q: Any) -> int:
     if isinstance(q, bool) or q not in PERCENTILES:
         raise ValueError(f"percentile must be one of {PERCENTILES}, got {q!r}")
     return int(q)
