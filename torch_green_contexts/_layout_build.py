@@ -56,7 +56,7 @@ class Layout(NamedTuple):
         return self.shared_sm_count > 0
 
     @property
-    def key(self) -> LayoutKey:
+    def key(self) -> int | tuple[int, int]:
         """What :meth:`Layouts.switch` takes for this layout: the latency SM count of a disjoint
         or end layout, ``(latency_floor, batch_floor)`` of an overlapped one."""
         return (self.latency_floor, self.batch_floor) if self.overlapped else self.sm_count

@@ -47,7 +47,7 @@ every layout before serving (:meth:`Layouts.warm_up`), or set ``CUDA_MODULE_LOAD
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -55,9 +55,6 @@ from . import _device, _layout_args, _layout_build, _validation
 from ._layout_args import ORDERINGS
 from ._layout_build import Layout
 from ._native import _C
-
-if TYPE_CHECKING:
-    from ._layout_build import LayoutKey
 
 __all__ = ["Handoff", "Layout", "Layouts", "ORDERINGS"]
 
@@ -117,8 +114,8 @@ class Layouts:
         step = _layout_build.granularity(device) if pairs else 1
         _layout_args.check_floors(pairs, step, total, device)
         self._device = device
-        self._layouts: dict[LayoutKey, Layout] = {}
-        self._fences: dict[LayoutKey, _C._StreamFence] = {}
+        self._layouts: dict[_layout_build.LayoutKey, Layout] = {}
+        self._fences: dict[_layout_build.LayoutKey, _C._StreamFence] = {}
         disjoint_priority = 0 if latency_priority is None else latency_priority
         for k in counts:
             self._add(_layout_build.make_layout(k, total, device, disjoint_priority))
@@ -126,7 +123,7 @@ class Layouts:
             overlap_priority = _validation.highest_priority() if latency_priority is None else latency_priority
             for latency_floor, batch_floor in pairs:
                 self._add(_layout_build.make_overlapped(latency_floor, batch_floor, step, device, overlap_priority))
-        self._active: LayoutKey | None = None
+        self._active: _layout_build.LayoutKey | None = None
 
     def _add(self, layout: Layout) -> None:
         self._layouts[layout.key] = layout
@@ -147,7 +144,7 @@ class Layouts:
         return tuple(k for k in self._layouts if isinstance(k, int))
 
     @property
-    def keys(self) -> tuple[LayoutKey, ...]:
+    def keys(self) -> tuple[_layout_build.LayoutKey, ...]:
         """What :meth:`switch` takes for each layout: the counts of the disjoint and end layouts,
         then the ``(latency_floor, batch_floor)`` pairs of the overlapped ones."""
         return tuple(self._layouts)
@@ -157,7 +154,7 @@ class Layouts:
         """The layout of the last :meth:`switch`, or None before the first."""
         return None if self._active is None else self._layouts[self._active]
 
-    def __getitem__(self, key: LayoutKey) -> Layout:
+    def __getitem__(self, key: _layout_build.LayoutKey) -> Layout:
         """The layout of ``key`` (see :attr:`keys`), without ordering anything (see :meth:`switch`)."""
         try:
             return self._layouts[_as_key(key)]
@@ -170,7 +167,7 @@ class Layouts:
     def __len__(self) -> int:
         return len(self._layouts)
 
-    def switch(self, key: LayoutKey, *, ordering: str | None = None) -> Layout:
+    def switch(self, key: _layout_build.LayoutKey, *, ordering: str | None = None) -> Layout:
         """The layout of ``key`` (a latency SM count, or an overlapped layout's
         ``(latency_floor, batch_floor)``), its streams ordered after the work queued so far on
         the previously switched-to layout's streams, ``"full"`` or ``"per_role"`` (default: the

@@ -26,15 +26,12 @@ one that gives prefill the most SMs; with no prefill waiting, the one that gives
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import _layout_args, _validation
+from . import _layout_args, _layout_build, _validation
 from ._sizing import _corrections, _sizing_result, _step_timer
 from ._sizing._step_costs import LayoutProfile
 from .layouts import Layout, Layouts
-
-if TYPE_CHECKING:
-    from ._layout_build import LayoutKey
 
 __all__ = ["PrefillDecodePolicy"]
 
@@ -90,7 +87,7 @@ class PrefillDecodePolicy:
             half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
         self._timer = _step_timer.StepTimer(_validation.as_int_at_least("sample_every", sample_every, 1),
                                             _validation.as_int_at_least("max_pending", max_pending, 1))
-        self._current: LayoutKey | None = None
+        self._current: _layout_build.LayoutKey | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(keys, 0)
 
@@ -127,7 +124,7 @@ class PrefillDecodePolicy:
         return self.tpot_slo_us * (1.0 - self.headroom) + share * max(0.0, tpot_slack_us)
 
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
-               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> LayoutKey:
+               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         if batch <= 0:
             return self._most_prefill
@@ -145,11 +142,11 @@ class PrefillDecodePolicy:
                 fastest, fastest_us = key, estimate
         return fastest
 
-    def estimate(self, key: LayoutKey, batch: int, context_tokens: int = 0) -> float:
+    def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
         """The corrected latency estimate (us) of a decode step on layout ``key``."""
         return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
 
-    def observe(self, key: LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
+    def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
         """Take one measured decode step into the corrections (:meth:`update` feeds the timings
         it reads; a server may feed its own)."""
         if key not in self._layouts:
@@ -158,7 +155,7 @@ class PrefillDecodePolicy:
         if figure > 0:
             self._corrections.observe(key, latency_us / figure)
 
-    def correction(self, key: LayoutKey) -> float:
+    def correction(self, key: _layout_build.LayoutKey) -> float:
         if key not in self._layouts:
             raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
         return self._corrections.factor(key)
