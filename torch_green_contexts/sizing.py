@@ -31,31 +31,29 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import torch
 
-from ._device import resolve_device
+from . import _device, _validation
 from ._errors import DriverError
-from ._sizing._layout_sweep import sweep_layouts
+from ._sizing import _layout_sweep, _sweep
 from ._sizing._profile import LatencyProfile
 from ._sizing._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
 from ._sizing._stats import interleaved
 from ._sizing._step_costs import LayoutProfile, StepCost
-from ._sizing._sweep import Options, sweep
 from ._sizing._timing import QueuedLoad, graphed, time_calls
 from ._sm_partition import SMPartition
-from ._validation import as_finite, as_int_at_least
 
 __all__ = [
     "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
     "StepCost", "available_counts", "graphed", "interleaved", "measure", "profile", "profile_layouts", "time_calls",
 ]
 
-P = TypeVar("P", int, float)
+_P = TypeVar("_P", int, float)
 
 
 def available_counts(device_id: int | None = None) -> list[int]:
     """The SM counts ``k`` for which the device splits exactly into ``k`` SMs and the rest,
     ascending, from the smallest group the driver gives up to all SMs. Read from the driver
     (no context is made), so it holds on any GPU; the last entry is the whole device."""
-    device = resolve_device(device_id)
+    device = _device.resolve_device(device_id)
     whole = SMPartition.from_device(device)
     total = whole.sm_count
     step = max(1, whole._min_partition_size)
@@ -81,7 +79,7 @@ def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
         return list(allowed)
     if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
         raise TypeError(f"counts must be a sequence of SM counts, got {type(counts).__name__}")
-    chosen = [as_int_at_least("counts entries", c, 1) for c in counts]
+    chosen = [_validation.as_int_at_least("counts entries", c, 1) for c in counts]
     if not chosen:
         raise ValueError("counts must name at least one SM count")
     wrong = sorted({c for c in chosen if c not in allowed})
@@ -121,15 +119,15 @@ def measure(
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
-    device = resolve_device(device_id)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    device = _device.resolve_device(device_id)
     chosen = _check_counts(counts, available_counts(device))
-    return sweep(device, chosen, [fn], options, "sizing")[0]
+    return _sweep.sweep(device, chosen, [fn], options, "sizing")[0]
 
 
 def profile(
-    make_step: Callable[[P], Callable[[], Any]],
-    params: Sequence[P],
+    make_step: Callable[[_P], Callable[[], Any]],
+    params: Sequence[_P],
     *,
     load: Callable[[], Any] | None = None,
     counts: Sequence[int] | None = None,
@@ -155,8 +153,8 @@ def profile(
     if not callable(make_step):
         raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
     chosen_params = _check_params(params)
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
-    device = resolve_device(device_id)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    device = _device.resolve_device(device_id)
     chosen = _check_counts(counts, available_counts(device))
     steps = []
     for p in chosen_params:
@@ -164,7 +162,7 @@ def profile(
         if not callable(step):
             raise TypeError(f"make_step({p!r}) must return a callable, got {type(step).__name__}")
         steps.append(step)
-    results = sweep(device, chosen, steps, options, "profile")
+    results = _sweep.sweep(device, chosen, steps, options, "profile")
     seconds = sum(r.settings["seconds"] for r in results)
     return LatencyProfile(tuple(zip(chosen_params, results)),
                           {"params": list(chosen_params), "seconds": round(seconds, 2)})
@@ -177,7 +175,7 @@ def _check_params(params: Any) -> list[Any]:
     if not chosen:
         raise ValueError("params must name at least one parameter")
     for p in chosen:
-        as_finite("params", p, "finite numbers (ints or floats)")
+        _validation.as_finite("params", p, "finite numbers (ints or floats)")
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"params has repeated values: {chosen}")
     return sorted(chosen)
@@ -214,7 +212,7 @@ def profile_layouts(
         raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
     if not hasattr(layouts, "keys") or not hasattr(layouts, "device_id") or not len(layouts):
         raise TypeError(f"layouts must be a Layouts with at least one layout, got {type(layouts).__name__}")
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
     chosen = _check_points(points)
     steps = {}
     for batch, context in chosen:
@@ -222,7 +220,7 @@ def profile_layouts(
         if not callable(step):
             raise TypeError(f"make_step({batch}, {context}) must return a callable, got {type(step).__name__}")
         steps[(batch, context)] = step
-    return sweep_layouts(layouts, steps, options)
+    return _layout_sweep.sweep_layouts(layouts, steps, options)
 
 
 def _check_points(points: Any) -> list[tuple[int, int]]:
@@ -233,8 +231,8 @@ def _check_points(points: Any) -> list[tuple[int, int]]:
         if isinstance(point, (str, bytes)) or not isinstance(point, Iterable) or len(tuple(point)) != 2:
             raise TypeError(f"points must be (batch, context_tokens) pairs, got {point!r}")
         batch, context = tuple(point)
-        chosen.append((as_int_at_least("a point's batch", batch, 1),
-                       as_int_at_least("a point's context_tokens", context, 0)))
+        chosen.append((_validation.as_int_at_least("a point's batch", batch, 1),
+                       _validation.as_int_at_least("a point's context_tokens", context, 0)))
     if not chosen:
         raise ValueError("points must name at least one (batch, context_tokens) pair")
     if len(set(chosen)) != len(chosen):
