@@ -1,9 +1,9 @@
 """Summary statistics, interleaving and targets: plain Python, no GPU needed. The statistics
-are the package's own (torch_green_contexts._stats), shared with its sizing API."""
+are the package's own (torch_green_contexts._sizing._stats), shared with its sizing API."""
 
 from __future__ import annotations
 
-from torch_green_contexts._stats import interleaved, percentile, summarize
+from torch_green_contexts._sizing._stats import interleaved, percentile, summarize
 
 __all__ = ["interleaved", "percentile", "summarize", "target"]
 

@@ -42,12 +42,13 @@ def made(monkeypatch):
         def device_sm_count(device):
             return TOTAL
 
-    monkeypatch.setattr(layouts_module, "_make_layout", make_layout)
-    monkeypatch.setattr(layouts_module, "_make_overlapped", make_overlapped)
-    monkeypatch.setattr(layouts_module, "_make_fence", lambda layout: FakeFence(layout.key, log["fences"]))
-    monkeypatch.setattr(layouts_module, "_granularity", lambda device: 8)
-    monkeypatch.setattr(layouts_module, "_highest_priority", lambda: HIGHEST)
-    monkeypatch.setattr(layouts_module, "resolve_device", lambda device_id: 0)
+    monkeypatch.setattr(layouts_module._layout_build, "make_layout", make_layout)
+    monkeypatch.setattr(layouts_module._layout_build, "make_overlapped", make_overlapped)
+    monkeypatch.setattr(layouts_module._layout_build, "make_fence",
+                        lambda layout: FakeFence(layout.key, log["fences"]))
+    monkeypatch.setattr(layouts_module._layout_build, "granularity", lambda device: 8)
+    monkeypatch.setattr(layouts_module._validation, "highest_priority", lambda: HIGHEST)
+    monkeypatch.setattr(layouts_module._device, "resolve_device", lambda device_id: 0)
     monkeypatch.setattr(layouts_module, "_C", FakeC)
     return log
 

@@ -65,6 +65,7 @@ def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
                    timeout=600)
     code = ("import torch_green_contexts as t, torch_green_contexts._native as n, torch; "
             "import torch_green_contexts.compat.flashinfer, torch_green_contexts.compat.sglang; "
+            "import torch_green_contexts.sizing, torch_green_contexts.policy, torch_green_contexts.pd_policy; "
             "assert n.BUILT_AGAINST_TORCH == torch.__version__; "
             "assert 'site-packages' in t.__file__, t.__file__; "
             "print(t.__version__, t._C.installed_driver_version() >= 0)")
@@ -75,12 +76,21 @@ def test_wheel_installs_and_imports_in_a_fresh_venv(tmp_path):
     files = _wheel_files(wheel)
     assert any(name.endswith("py.typed") for name in files)
     assert "torch_green_contexts/compat/flashinfer.py" in files and "torch_green_contexts/compat/sglang.py" in files
+    assert "torch_green_contexts/_sizing/__init__.py" in files and "torch_green_contexts/_sizing/_sweep.py" in files
     assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in files)
     metadata = _wheel_text(wheel, "METADATA")
     for line in ("Author: The torch_green_contexts developers", "Provides-Extra: examples",
                  "Requires-Dist: matplotlib; extra == \"examples\"", "Requires-Dist: torch>=2.6"):
         assert line in metadata, line
     assert "imports only under the torch it was compiled against" in metadata
+
+
+def test_every_subpackage_is_listed_for_the_wheel():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(init.parent.relative_to(ROOT).parts)
+                   for init in (ROOT / "torch_green_contexts").rglob("__init__.py"))
+    assert sorted(listed) == found
 
 
 def _wheel_text(wheel, name):

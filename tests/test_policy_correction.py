@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.test_profile_policy import FakeLayouts, FakeTimingEvent, finish, make_profile
-from torch_green_contexts._corrections import Corrections
+from torch_green_contexts._sizing._corrections import Corrections
 from torch_green_contexts.policy import SplitPolicy
 
 # At batch 8 the profile's p99 under load: 16 SMs 8000 us, 32 SMs 4000, 64 SMs 2000. With an SLO

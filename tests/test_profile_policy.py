@@ -143,9 +143,9 @@ def fake_layouts(monkeypatch):
         def device_sm_count(device):
             return TOTAL
 
-    monkeypatch.setattr(layouts_module, "_make_layout", make_layout)
-    monkeypatch.setattr(layouts_module, "_make_fence", lambda layout: FakeFence(layout.sm_count, log))
-    monkeypatch.setattr(layouts_module, "resolve_device", lambda device_id: 0)
+    monkeypatch.setattr(layouts_module._layout_build, "make_layout", make_layout)
+    monkeypatch.setattr(layouts_module._layout_build, "make_fence", lambda layout: FakeFence(layout.sm_count, log))
+    monkeypatch.setattr(layouts_module._device, "resolve_device", lambda device_id: 0)
     monkeypatch.setattr(layouts_module, "_C", FakeC)
     return log
 

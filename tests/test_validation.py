@@ -152,3 +152,43 @@ class TestSplitGroups:
             GreenContext.split(num_sms=())
         with pytest.raises(ValueError, match="backfill"):
             GreenContext.split(num_sms=8, backfill=1)
+
+
+def test_the_shared_int_and_number_checks():
+    import fractions
+    import math
+
+    import numpy as np
+
+    from torch_green_contexts import _validation as v
+
+    assert [v.is_int(x) for x in (3, np.int64(3), True, 3.0, "3", None)] == [True, True, False, False, False, False]
+    assert [v.is_number(x) for x in (3, 2.5, np.float32(0.5), fractions.Fraction(1, 2), False, "1", None)] == [
+        True, True, True, True, False, False, False]
+    assert v.as_count("n", np.int64(7)) == 7 and type(v.as_count("n", np.int64(7))) is int
+    with pytest.raises(TypeError, match=r"^n must be an int or None, not bool \(True\)$"):
+        v.as_count("n", True, "an int or None")
+    with pytest.raises(ValueError, match=r"^n must be 2 or more, got 1$"):
+        v.as_int_at_least("n", 1, 2)
+    assert v.as_setting_count("n", 4) == 4
+    for bad in (0, True, 1.5, "4"):
+        with pytest.raises(ValueError, match=r"^n must be an int of 1 or more, got "):
+            v.as_setting_count("n", bad)
+    assert v.as_bool("flag", False) is False
+    with pytest.raises(TypeError, match="^flag must be a bool, got int$"):
+        v.as_bool("flag", 1)
+    assert v.as_finite("x", 3) == 3.0
+    for bad in (math.inf, math.nan, True, "1", None):
+        with pytest.raises(TypeError, match="^x must be a finite number, got "):
+            v.as_finite("x", bad)
+    assert v.as_number_in("share", 0.5, below=1.0) == 0.5
+    with pytest.raises(ValueError, match=r"^share must be at least 0 and below 1 \(a share\), got 1$"):
+        v.as_number_in("share", 1, below=1.0, meaning=" (a share)")
+    with pytest.raises(ValueError, match="^share must be at least 0, got -1$"):
+        v.as_number_in("share", -1)
+    assert v.as_positive_us("t", 20) == 20.0
+    with pytest.raises(TypeError, match="^t must be a number of microseconds, got '1'$"):
+        v.as_positive_us("t", "1")
+    for bad in (0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="^t must be a positive number of microseconds, got "):
+            v.as_positive_us("t", bad)

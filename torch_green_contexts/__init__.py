@@ -9,22 +9,24 @@ from 12.4, without cuda-python, with disjoint splits on every driver.
 
 from __future__ import annotations
 
-from ._available import is_available as is_available
-from ._errors import DriverError as DriverError
-from ._errors import FeatureUnavailableError as FeatureUnavailableError
-from ._errors import SplitError as SplitError
-from ._green_context import GreenContext as GreenContext
-from ._install import install as install
-from ._install import installed as installed
-from ._install import uninstall as uninstall
-from ._locality import get_num_locality_domains as get_num_locality_domains
-from ._locality import is_localization_supported as is_localization_supported
-from ._native import _C as _C
-from ._probe import observed_sm_ids as observed_sm_ids
-from ._sm_count import sm_count as sm_count
-from ._sm_partition import SMPartition as SMPartition
+from . import _validation
+from ._available import is_available
+from ._errors import DriverError, FeatureUnavailableError, SplitError
+from ._green_context import GreenContext
+from ._install import install, installed, uninstall
+from ._locality import get_num_locality_domains, is_localization_supported
+from ._native import _C
+from ._probe import observed_sm_ids
+from ._sm_count import sm_count
+from ._sm_partition import SMPartition
 
-__all__ = ["GreenContext", "SMPartition"]
+# torch.cuda.green_contexts' names first (torch 2.15's __all__), then the package's own.
+__all__ = [
+    "GreenContext", "SMPartition", "get_num_locality_domains", "is_localization_supported",
+    "install", "installed", "uninstall",
+    "driver_version", "live_counts", "release_idle_contexts", "set_idle_context_limit", "observed_sm_ids",
+    "sm_count", "is_available", "DriverError", "FeatureUnavailableError", "SplitError",
+]
 __version__ = "0.1.0"
 
 
@@ -57,10 +59,7 @@ def set_idle_context_limit(limit: int) -> int:
     """Keep at most ``limit`` idle green contexts for reuse (0: destroy contexts when they are
     dropped); returns the previous limit. The default is 16, or the value of the environment
     variable ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT``."""
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int, got {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be 0 or more, got {limit}")
+    limit = _validation.as_int_at_least("limit", limit, 0)
     previous: int = _C.idle_context_limit()
     _C.set_idle_context_limit(limit)
     return previous

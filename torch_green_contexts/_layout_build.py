@@ -4,7 +4,7 @@ floors and a shared pool, each side's context the union of its floor and the poo
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple, Union
 
 import torch
 
@@ -16,6 +16,10 @@ from ._sm_partition import SMPartition
 # of a split is co-scheduled in pairs only, and the driver combines only SM resources of one
 # co-scheduling alignment.
 OVERLAP_COSCHEDULING = 2
+
+# What Layouts.switch takes for a layout: the latency SM count of a disjoint or end layout, the
+# (latency_floor, batch_floor) of an overlapped one.
+LayoutKey = Union[int, Tuple[int, int]]
 
 
 class Layout(NamedTuple):
@@ -62,7 +66,7 @@ def granularity(device: int) -> int:
     """The step of the floors of overlapped layouts on ``device``: the smallest partition the
     driver makes (read from it, 13.0+), else the device's co-scheduling alignment."""
     whole = SMPartition.from_device(device)
-    return int(whole._native.min_partition_size or whole.coscheduled_sm_count or 1)
+    return int(whole._min_partition_size or whole.coscheduled_sm_count or 1)
 
 
 def make_layout(k: int, total: int, device: int, priority: int) -> Layout:

@@ -9,11 +9,18 @@ from ._torch_version import check_torch
 
 check_torch(torch.__version__)
 
-BUILT_AGAINST_TORCH: str | None
-try:
-    from ._build_info import TORCH_VERSION as BUILT_AGAINST_TORCH
-except ImportError:  # pragma: no cover - a build that did not go through setup.py
-    BUILT_AGAINST_TORCH = None
+
+def _built_against_torch() -> str | None:
+    """The torch the extension was compiled against, as setup.py recorded it; None for a build
+    that did not go through setup.py."""
+    try:
+        from ._build_info import TORCH_VERSION
+    except ImportError:  # pragma: no cover - a build that did not go through setup.py
+        return None
+    return TORCH_VERSION
+
+
+BUILT_AGAINST_TORCH = _built_against_torch()
 
 REBUILD = (
     "rebuild it against the installed torch: `pip install --no-build-isolation --no-deps "

@@ -96,6 +96,22 @@ class SMPartition:
         """The locality domain of these SMs, or None when unspecified (CUDA driver 13.4+)."""
         return self._native.locality_domain_id
 
+    # Private, beyond torch.cuda.green_contexts' SMPartition: what the package's own tools
+    # (sizing, layouts, compat) read of a partition.
+
+    @property
+    def _min_partition_size(self) -> int:
+        """The smallest group the driver splits these SMs into (``minSmPartitionSize``, driver
+        13.0+); 0 where the driver does not report it."""
+        return self._native.min_partition_size
+
+    @property
+    def _splittable(self) -> bool:
+        """Whether the driver splits this partition directly: a device's or a context's SMs. The
+        groups and remainder of a split and unions it refuses; make a GreenContext of them and
+        split its ``sm_partition``."""
+        return self._native.splittable
+
     def split(
         self,
         *,

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 from typing import Any, Sequence
 
 from ._native import _C
 
 
-def as_count(name: str, value: Any) -> int:
-    """An int (bool excluded); TypeError otherwise."""
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int here: anything ``operator.index`` takes (numpy's integers
+    too), but not a bool."""
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool ({value!r})")
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def as_count(name: str, value: Any, what: str = "an int") -> int:
+    """An int (bool excluded); TypeError otherwise, saying ``name`` must be ``what``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be {what}, not bool ({value!r})")
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})") from None
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} ({value!r})") from None
 
 
 def as_int_at_least(name: str, value: Any, minimum: int | None) -> int:
@@ -25,6 +39,56 @@ def as_int_at_least(name: str, value: Any, minimum: int | None) -> int:
     if minimum is not None and number < minimum:
         raise ValueError(f"{name} must be {minimum} or more, got {number}")
     return number
+
+
+def as_setting_count(name: str, value: Any, minimum: int = 1) -> int:
+    """An int (bool excluded) of at least ``minimum``; one ValueError for a wrong type and for a
+    smaller value alike, as :class:`~torch_green_contexts.policy.SplitPolicy` reports its
+    counts."""
+    if not is_int(value) or operator.index(value) < minimum:
+        raise ValueError(f"{name} must be an int of {minimum} or more, got {value!r}")
+    return operator.index(value)
+
+
+def as_bool(name: str, value: Any) -> bool:
+    """A bool; TypeError otherwise (an int is not a bool here)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a real number here: an int or a float (any ``numbers.Real``), but
+    not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def as_finite(name: str, value: Any, what: str = "a finite number") -> float:
+    """A finite real number (bool excluded) as a float; TypeError otherwise, saying ``name``
+    must be ``what``."""
+    if not is_number(value) or not math.isfinite(value):
+        raise TypeError(f"{name} must be {what}, got {value!r}")
+    return float(value)
+
+
+def as_number_in(name: str, value: Any, *, low: float = 0.0, below: float = math.inf, meaning: str = "") -> float:
+    """A finite number (TypeError otherwise) of at least ``low`` and below ``below`` (ValueError
+    otherwise, followed by ``meaning``), as a float."""
+    number = as_finite(name, value)
+    if not low <= number < below:
+        bounds = f"at least {low:g}" + ("" if below == math.inf else f" and below {below:g}")
+        raise ValueError(f"{name} must be {bounds}{meaning}, got {value!r}")
+    return number
+
+
+def as_positive_us(name: str, value: Any) -> float:
+    """A duration in microseconds as a float: TypeError for anything but a real number (bool
+    excluded), ValueError for one that is not finite or not above 0."""
+    if not is_number(value):
+        raise TypeError(f"{name} must be a number of microseconds, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of microseconds, got {value!r}")
+    return float(value)
 
 
 def as_device_id(value: Any) -> int | None:
@@ -45,10 +109,7 @@ def check_workqueue(scope: Any, limit: Any) -> tuple[_C.WorkqueueScope | None, i
         return scope, None
     if scope is None:
         raise RuntimeError("workqueue_concurrency_limit needs workqueue_scope to be set")
-    count = as_count("workqueue_concurrency_limit", limit)
-    if count < 1:
-        raise ValueError(f"workqueue_concurrency_limit must be 1 or more, got {count}")
-    return scope, count
+    return scope, as_int_at_least("workqueue_concurrency_limit", limit, 1)
 
 
 def _is_sequence(value: Any) -> bool:
@@ -56,7 +117,7 @@ def _is_sequence(value: Any) -> bool:
 
 
 def _split_count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not _is_int(value):
+    if not is_int(value):
         raise ValueError(f"{name} entries must be non-negative ints, got {value!r}")
     count: int = operator.index(value)
     if count < 0:
@@ -64,14 +125,6 @@ def _split_count(name: str, value: Any) -> int:
     if count > 0xFFFFFFFF:
         raise ValueError(f"{name} entries must fit in 32 bits, got {count}")
     return count
-
-
-def _is_int(value: Any) -> bool:
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _backfill(value: Any) -> bool:
@@ -139,12 +192,11 @@ def split_requests(
 
 def check_priority(priority: Any) -> int:
     """A stream priority as an int, clamped to PyTorch's range (lower numbers: higher priority)."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
-    if priority == 0:
+    number = as_count("priority", priority)
+    if number == 0:
         return 0
     lowest, highest = _priority_range()
-    return max(highest, min(lowest, priority))
+    return max(highest, min(lowest, number))
 
 
 def highest_priority() -> int:

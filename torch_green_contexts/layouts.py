@@ -47,26 +47,16 @@ every layout before serving (:meth:`Layouts.warm_up`), or set ``CUDA_MODULE_LOAD
 
 from __future__ import annotations
 
-import operator
-from typing import Any, Callable, Iterable, Iterator, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
-from ._device import resolve_device
+from . import _device, _layout_args, _layout_build, _validation
+from ._layout_args import ORDERINGS
 from ._layout_build import Layout
-from ._layout_build import granularity as _granularity
-from ._layout_build import make_fence as _make_fence
-from ._layout_build import make_layout as _make_layout
-from ._layout_build import make_overlapped as _make_overlapped
 from ._native import _C
-from ._validation import highest_priority as _highest_priority
 
 __all__ = ["Handoff", "Layout", "Layouts", "ORDERINGS"]
-
-LayoutKey = Union[int, Tuple[int, int]]
-
-ORDERINGS = ("full", "per_role")
-ROLES = ("latency", "batch")
 
 
 class Handoff:
@@ -93,55 +83,6 @@ class Handoff:
         self._event.synchronize()
 
 
-def check_ordering(ordering: object) -> str:
-    if ordering not in ORDERINGS:
-        raise ValueError(f"ordering must be one of {ORDERINGS}, got {ordering!r}")
-    return str(ordering)
-
-
-def _ints(name: str, values: Iterable[Any]) -> list[int]:
-    out = []
-    for value in values:
-        if isinstance(value, bool):
-            raise TypeError(f"{name} entries must be ints, not bool")
-        try:
-            out.append(operator.index(value))
-        except TypeError:
-            raise TypeError(f"{name} entries must be ints, got {type(value).__name__} ({value!r})") from None
-    return out
-
-
-def _sequence(name: str, value: Any, what: str) -> list[Any]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a sequence of {what}, got {type(value).__name__}")
-    return list(value)
-
-
-def _floor_pairs(overlapped: Any) -> list[tuple[int, int]]:
-    pairs = []
-    for pair in _sequence("overlapped", overlapped, "(latency_floor, batch_floor) pairs"):
-        items = _sequence("overlapped entries", pair, "two SM counts")
-        if len(items) != 2:
-            raise ValueError(f"overlapped entries must be (latency_floor, batch_floor) pairs, got {pair!r}")
-        latency_floor, batch_floor = _ints("overlapped", items)
-        pairs.append((latency_floor, batch_floor))
-    return pairs
-
-
-def _check_floors(pairs: list[tuple[int, int]], step: int, total: int, device: int) -> None:
-    for latency_floor, batch_floor in pairs:
-        where = f"overlapped layout ({latency_floor}, {batch_floor})"
-        if latency_floor < 0 or batch_floor < 0 or latency_floor % step or batch_floor % step:
-            raise ValueError(f"{where}: floors must be multiples of {step} SMs (the smallest partition of "
-                             f"device {device}) of 0 or more")
-        if latency_floor + batch_floor == 0:
-            raise ValueError(f"{where}: at least one floor must be positive (with no floors both sides share "
-                             f"every SM: that is the end layout {total})")
-        if latency_floor + batch_floor >= total:
-            raise ValueError(f"{where}: the floors take {latency_floor + batch_floor} of the {total} SMs of "
-                             f"device {device}, leaving none to share; leave at least one")
-
-
 class Layouts:
     """Layouts of the device, all alive at once, one of them active at a time.
 
@@ -163,41 +104,30 @@ class Layouts:
     def __init__(self, latency_sms: Iterable[int] = (), *, overlapped: Iterable[tuple[int, int]] = (),
                  device_id: int | None = None, latency_priority: int | None = None,
                  ordering: str = "full") -> None:
-        counts = _ints("latency_sms", _sequence("latency_sms", latency_sms, "SM counts"))
-        pairs = _floor_pairs(overlapped)
-        if not counts and not pairs:
-            raise ValueError("Layouts needs at least one layout: an SM count in latency_sms or a pair in overlapped")
-        if len(set(counts)) != len(counts):
-            raise ValueError(f"latency_sms has repeated counts: {counts}")
-        if len(set(pairs)) != len(pairs):
-            raise ValueError(f"overlapped has repeated floors: {pairs}")
-        if latency_priority is not None and (isinstance(latency_priority, bool)
-                                             or not isinstance(latency_priority, int)):
-            raise TypeError(f"latency_priority must be an int or None, got {type(latency_priority).__name__}")
-        self._ordering = check_ordering(ordering)
-        device = resolve_device(device_id)
+        counts, pairs = _layout_args.layout_requests(latency_sms, overlapped)
+        if latency_priority is not None:
+            latency_priority = _validation.as_count("latency_priority", latency_priority, "an int or None")
+        self._ordering = _layout_args.check_ordering(ordering)
+        device = _device.resolve_device(device_id)
         total = _C.device_sm_count(device)
-        wrong = [k for k in counts if not 0 <= k <= total]
-        if wrong:
-            raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and "
-                             f"{total} (every SM of device {device} to the latency side), got {wrong}")
-        step = _granularity(device) if pairs else 1
-        _check_floors(pairs, step, total, device)
+        _layout_args.check_counts(counts, total, device)
+        step = _layout_build.granularity(device) if pairs else 1
+        _layout_args.check_floors(pairs, step, total, device)
         self._device = device
-        self._layouts: dict[LayoutKey, Layout] = {}
-        self._fences: dict[LayoutKey, _C._StreamFence] = {}
+        self._layouts: dict[_layout_build.LayoutKey, Layout] = {}
+        self._fences: dict[_layout_build.LayoutKey, _C._StreamFence] = {}
         disjoint_priority = 0 if latency_priority is None else latency_priority
         for k in counts:
-            self._add(_make_layout(k, total, device, disjoint_priority))
+            self._add(_layout_build.make_layout(k, total, device, disjoint_priority))
         if pairs:
-            overlap_priority = _highest_priority() if latency_priority is None else latency_priority
+            overlap_priority = _validation.highest_priority() if latency_priority is None else latency_priority
             for latency_floor, batch_floor in pairs:
-                self._add(_make_overlapped(latency_floor, batch_floor, step, device, overlap_priority))
-        self._active: LayoutKey | None = None
+                self._add(_layout_build.make_overlapped(latency_floor, batch_floor, step, device, overlap_priority))
+        self._active: _layout_build.LayoutKey | None = None
 
     def _add(self, layout: Layout) -> None:
         self._layouts[layout.key] = layout
-        self._fences[layout.key] = _make_fence(layout)
+        self._fences[layout.key] = _layout_build.make_fence(layout)
 
     @property
     def device_id(self) -> int:
@@ -214,7 +144,7 @@ class Layouts:
         return tuple(k for k in self._layouts if isinstance(k, int))
 
     @property
-    def keys(self) -> tuple[LayoutKey, ...]:
+    def keys(self) -> tuple[_layout_build.LayoutKey, ...]:
         """What :meth:`switch` takes for each layout: the counts of the disjoint and end layouts,
         then the ``(latency_floor, batch_floor)`` pairs of the overlapped ones."""
         return tuple(self._layouts)
@@ -224,7 +154,7 @@ class Layouts:
         """The layout of the last :meth:`switch`, or None before the first."""
         return None if self._active is None else self._layouts[self._active]
 
-    def __getitem__(self, key: LayoutKey) -> Layout:
+    def __getitem__(self, key: _layout_build.LayoutKey) -> Layout:
         """The layout of ``key`` (see :attr:`keys`), without ordering anything (see :meth:`switch`)."""
         try:
             return self._layouts[_as_key(key)]
@@ -237,7 +167,7 @@ class Layouts:
     def __len__(self) -> int:
         return len(self._layouts)
 
-    def switch(self, key: LayoutKey, *, ordering: str | None = None) -> Layout:
+    def switch(self, key: _layout_build.LayoutKey, *, ordering: str | None = None) -> Layout:
         """The layout of ``key`` (a latency SM count, or an overlapped layout's
         ``(latency_floor, batch_floor)``), its streams ordered after the work queued so far on
         the previously switched-to layout's streams, ``"full"`` or ``"per_role"`` (default: the
@@ -251,7 +181,7 @@ class Layouts:
         previous = self._active
         if previous != key:
             if previous is not None:
-                mode = self._ordering if ordering is None else check_ordering(ordering)
+                mode = self._ordering if ordering is None else _layout_args.check_ordering(ordering)
                 if mode == "full":
                     fence.order_after(self._fences[previous])
                 else:
@@ -269,8 +199,7 @@ class Layouts:
             if ready.ready():                    # or, to join at once: ready.wait(step.latency_stream)
                 decode_batch.append(request)
         """
-        if role not in ROLES:
-            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        _layout_args.check_role(role)
         active = self.active
         if active is None:
             raise RuntimeError("Layouts.handoff: no layout is active yet; call switch() first")

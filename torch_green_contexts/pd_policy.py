@@ -28,23 +28,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._corrections import Corrections
-from ._sizing_result import _check_percentile
-from ._step_costs import LayoutProfile
-from ._step_timer import StepTimer
-from ._validation import as_int_at_least
-from .layouts import Layout, LayoutKey, Layouts, check_ordering
+from . import _layout_args, _layout_build, _validation
+from ._sizing import _corrections, _sizing_result, _step_timer
+from ._sizing._step_costs import LayoutProfile
+from .layouts import Layout, Layouts
 
 __all__ = ["PrefillDecodePolicy"]
-
-
-def _number(name: str, value: Any, *, low: float = 0.0, below: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite number, got {value!r}")
-    if not low <= value < below:
-        raise ValueError(f"{name} must be at least {low:g}" + ("" if below == math.inf else f" and below {below:g}")
-                         + f", got {value!r}")
-    return float(value)
 
 
 class PrefillDecodePolicy:
@@ -72,15 +61,14 @@ class PrefillDecodePolicy:
                  sample_every: int = 1, max_pending: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
-        self.tpot_slo_us = _number("tpot_slo_us", tpot_slo_us)
-        if self.tpot_slo_us <= 0:
-            raise ValueError(f"tpot_slo_us must be a positive number of microseconds, got {tpot_slo_us!r}")
-        self.headroom = _number("headroom", headroom, below=1.0)
-        self.slack_share = _number("slack_share", slack_share, below=1.0 + 1e-12)
-        self._hysteresis = _number("hysteresis", hysteresis, below=1.0)
-        self._percentile = _check_percentile(percentile)
-        self._ordering = check_ordering(ordering)
-        self._read_every = as_int_at_least("read_every", read_every, 1)
+        _validation.as_number_in("tpot_slo_us", tpot_slo_us)
+        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", tpot_slo_us)
+        self.headroom = _validation.as_number_in("headroom", headroom, below=1.0)
+        self.slack_share = _validation.as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
+        self._hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0)
+        self._percentile = _sizing_result.check_percentile(percentile)
+        self._ordering = _layout_args.check_ordering(ordering)
+        self._read_every = _validation.as_int_at_least("read_every", read_every, 1)
         keys = list(layouts.keys)
         missing = [k for k in keys if k not in profile.measured]
         if missing:
@@ -94,11 +82,12 @@ class PrefillDecodePolicy:
         self._most_decode = max(keys, key=lambda k: (self._layouts[k].sm_count, -self._layouts[k].batch_sm_count))
         self._most_prefill = self._by_prefill[0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
-        self._corrections = Corrections(((k, self._layouts[k].sm_count) for k in keys),
-                                        half_life_steps=as_int_at_least("half_life_steps", half_life_steps, 1))
-        self._timer = StepTimer(as_int_at_least("sample_every", sample_every, 1),
-                                as_int_at_least("max_pending", max_pending, 1))
-        self._current: LayoutKey | None = None
+        self._corrections = _corrections.Corrections(
+            ((k, self._layouts[k].sm_count) for k in keys),
+            half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
+        self._timer = _step_timer.StepTimer(_validation.as_int_at_least("sample_every", sample_every, 1),
+                                            _validation.as_int_at_least("max_pending", max_pending, 1))
+        self._current: _layout_build.LayoutKey | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(keys, 0)
 
@@ -135,7 +124,7 @@ class PrefillDecodePolicy:
         return self.tpot_slo_us * (1.0 - self.headroom) + share * max(0.0, tpot_slack_us)
 
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
-               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> LayoutKey:
+               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         if batch <= 0:
             return self._most_prefill
@@ -153,11 +142,11 @@ class PrefillDecodePolicy:
                 fastest, fastest_us = key, estimate
         return fastest
 
-    def estimate(self, key: LayoutKey, batch: int, context_tokens: int = 0) -> float:
+    def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
         """The corrected latency estimate (us) of a decode step on layout ``key``."""
         return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
 
-    def observe(self, key: LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
+    def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
         """Take one measured decode step into the corrections (:meth:`update` feeds the timings
         it reads; a server may feed its own)."""
         if key not in self._layouts:
@@ -166,7 +155,7 @@ class PrefillDecodePolicy:
         if figure > 0:
             self._corrections.observe(key, latency_us / figure)
 
-    def correction(self, key: LayoutKey) -> float:
+    def correction(self, key: _layout_build.LayoutKey) -> float:
         if key not in self._layouts:
             raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
         return self._corrections.factor(key)

@@ -22,15 +22,12 @@ corrected online by what the steps it hands out actually take.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-
-from ._corrections import Corrections
-from ._step_timer import StepTimer
-from ._profile import LatencyProfile
-from ._sizing_result import _check_percentile
-from .layouts import Layout, Layouts, check_ordering
+from . import _layout_args, _validation
+from ._sizing import _corrections, _sizing_result, _step_timer
+from ._sizing._profile import LatencyProfile
+from .layouts import Layout, Layouts
 
 __all__ = ["SplitPolicy"]
 
@@ -70,20 +67,16 @@ class SplitPolicy:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
         for name, value in (("slo_us", slo_us), ("headroom", headroom), ("hysteresis", hysteresis)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise TypeError(f"{name} must be a finite number, got {value!r}")
-        if slo_us <= 0:
-            raise ValueError(f"slo_us must be a positive number of microseconds, got {slo_us!r}")
-        if not 0 <= headroom < 1:
-            raise ValueError(f"headroom must be at least 0 and below 1 (a share of the SLO), got {headroom!r}")
-        if not 0 <= hysteresis < 1:
-            raise ValueError(f"hysteresis must be at least 0 and below 1 (a share of the bound), got {hysteresis!r}")
-        for name, value in (("half_life_steps", half_life_steps), ("read_every", read_every),
-                            ("sample_every", sample_every), ("max_pending", max_pending)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int of 1 or more, got {value!r}")
-        self._percentile = _check_percentile(percentile)
-        self._ordering = check_ordering(ordering)
+            _validation.as_finite(name, value)
+        slo_us = _validation.as_positive_us("slo_us", slo_us)
+        headroom = _validation.as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
+        hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")
+        half_life_steps = _validation.as_setting_count("half_life_steps", half_life_steps)
+        read_every = _validation.as_setting_count("read_every", read_every)
+        sample_every = _validation.as_setting_count("sample_every", sample_every)
+        max_pending = _validation.as_setting_count("max_pending", max_pending)
+        self._percentile = _sizing_result.check_percentile(percentile)
+        self._ordering = _layout_args.check_ordering(ordering)
         candidates = sorted(k for k in layouts.counts if k > 0)
         missing = [k for k in candidates if k not in profile.counts]
         if missing:
@@ -92,19 +85,19 @@ class SplitPolicy:
         if not candidates:
             raise ValueError("layouts must have a layout with latency SMs (a count above 0)")
         self.profile, self.layouts = profile, layouts
-        self.slo_us, self.headroom = float(slo_us), float(headroom)
+        self.slo_us, self.headroom = slo_us, headroom
         self._bound = self.slo_us * (1.0 - self.headroom)
         self._candidates = candidates
         self._all_latency = {k for k in candidates if layouts[k].batch_sm_count == 0}
         self._has_zero = 0 in layouts.counts
         self._read_every = read_every
-        self._down_bound = self._bound * (1.0 - float(hysteresis))
-        self._corrections = Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
+        self._down_bound = self._bound * (1.0 - hysteresis)
+        self._corrections = _corrections.Corrections(((k, k) for k in candidates), half_life_steps=half_life_steps)
         self._base: dict[tuple[Any, int, int], float | None] = {}
         self._current: int | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(layouts.counts, 0)
-        self._timer = StepTimer(sample_every, max_pending)
+        self._timer = _step_timer.StepTimer(sample_every, max_pending)
         self._pending, self._pool = self._timer.pending, self._timer.pool
 
     # ---- the per-step calls -------------------------------------------------------------------

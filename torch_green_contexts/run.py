@@ -10,8 +10,10 @@ import os
 import runpy
 import sys
 
+__all__: list[str] = []
 
-def main(argv: list[str] | None = None) -> int:
+
+def _main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or (args[0] == "-m" and len(args) < 2):
         print(__doc__.strip())
@@ -43,4 +45,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())

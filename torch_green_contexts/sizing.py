@@ -27,39 +27,36 @@ alike) and fits a cost per layout, which
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import torch
 
-from ._device import resolve_device
+from . import _device, _validation
 from ._errors import SplitError
-from ._layout_sweep import sweep_layouts
-from ._profile import LatencyProfile
-from ._step_costs import LayoutProfile, StepCost
-from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
+from ._sizing import _layout_sweep, _sweep
+from ._sizing._profile import LatencyProfile
+from ._sizing._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
+from ._sizing._stats import interleaved
+from ._sizing._step_costs import LayoutProfile, StepCost
+from ._sizing._timing import QueuedLoad, graphed, time_calls
 from ._sm_partition import SMPartition
-from ._stats import interleaved
-from ._sweep import Options, positive_int, sweep
-from ._timing import QueuedLoad, graphed, time_calls
 
 __all__ = [
     "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
     "StepCost", "available_counts", "graphed", "interleaved", "measure", "profile", "profile_layouts", "time_calls",
 ]
 
-P = TypeVar("P", int, float)
+_P = TypeVar("_P", int, float)
 
 
 def available_counts(device_id: int | None = None) -> list[int]:
     """The SM counts ``k`` for which the device splits exactly into ``k`` SMs and the rest,
     ascending, from the smallest group the driver gives up to all SMs. Read from the driver
     (no context is made), so it holds on any GPU; the last entry is the whole device."""
-    device = resolve_device(device_id)
+    device = _device.resolve_device(device_id)
     whole = SMPartition.from_device(device)
     total = whole.sm_count
-    step = max(1, whole._native.min_partition_size)
+    step = max(1, whole._min_partition_size)
     counts = []
     for k in range(step, total, step):
         try:
@@ -77,7 +74,7 @@ def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
         return list(allowed)
     if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
         raise TypeError(f"counts must be a sequence of SM counts, got {type(counts).__name__}")
-    chosen = [positive_int("counts entries", c) for c in counts]
+    chosen = [_validation.as_int_at_least("counts entries", c, 1) for c in counts]
     if not chosen:
         raise ValueError("counts must name at least one SM count")
     wrong = sorted({c for c in chosen if c not in allowed})
@@ -117,15 +114,15 @@ def measure(
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
-    device = resolve_device(device_id)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    device = _device.resolve_device(device_id)
     chosen = _check_counts(counts, available_counts(device))
-    return sweep(device, chosen, [fn], options, "sizing")[0]
+    return _sweep.sweep(device, chosen, [fn], options, "sizing")[0]
 
 
 def profile(
-    make_step: Callable[[P], Callable[[], Any]],
-    params: Sequence[P],
+    make_step: Callable[[_P], Callable[[], Any]],
+    params: Sequence[_P],
     *,
     load: Callable[[], Any] | None = None,
     counts: Sequence[int] | None = None,
@@ -151,8 +148,8 @@ def profile(
     if not callable(make_step):
         raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
     chosen_params = _check_params(params)
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
-    device = resolve_device(device_id)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    device = _device.resolve_device(device_id)
     chosen = _check_counts(counts, available_counts(device))
     steps = []
     for p in chosen_params:
@@ -160,7 +157,7 @@ def profile(
         if not callable(step):
             raise TypeError(f"make_step({p!r}) must return a callable, got {type(step).__name__}")
         steps.append(step)
-    results = sweep(device, chosen, steps, options, "profile")
+    results = _sweep.sweep(device, chosen, steps, options, "profile")
     seconds = sum(r.settings["seconds"] for r in results)
     return LatencyProfile(tuple(zip(chosen_params, results)),
                           {"params": list(chosen_params), "seconds": round(seconds, 2)})
@@ -173,8 +170,7 @@ def _check_params(params: Any) -> list[Any]:
     if not chosen:
         raise ValueError("params must name at least one parameter")
     for p in chosen:
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p):
-            raise TypeError(f"params must be finite numbers (ints or floats), got {p!r}")
+        _validation.as_finite("params", p, "finite numbers (ints or floats)")
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"params has repeated values: {chosen}")
     return sorted(chosen)
@@ -211,7 +207,7 @@ def profile_layouts(
         raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
     if not hasattr(layouts, "keys") or not hasattr(layouts, "device_id") or not len(layouts):
         raise TypeError(f"layouts must be a Layouts with at least one layout, got {type(layouts).__name__}")
-    options = Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
     chosen = _check_points(points)
     steps = {}
     for batch, context in chosen:
@@ -219,7 +215,7 @@ def profile_layouts(
         if not callable(step):
             raise TypeError(f"make_step({batch}, {context}) must return a callable, got {type(step).__name__}")
         steps[(batch, context)] = step
-    return sweep_layouts(layouts, steps, options)
+    return _layout_sweep.sweep_layouts(layouts, steps, options)
 
 
 def _check_points(points: Any) -> list[tuple[int, int]]:
@@ -230,7 +226,8 @@ def _check_points(points: Any) -> list[tuple[int, int]]:
         if isinstance(point, (str, bytes)) or not isinstance(point, Iterable) or len(tuple(point)) != 2:
             raise TypeError(f"points must be (batch, context_tokens) pairs, got {point!r}")
         batch, context = tuple(point)
-        chosen.append((positive_int("a point's batch", batch), positive_int("a point's context_tokens", context, 0)))
+        chosen.append((_validation.as_int_at_least("a point's batch", batch, 1),
+                       _validation.as_int_at_least("a point's context_tokens", context, 0)))
     if not chosen:
         raise ValueError("points must name at least one (batch, context_tokens) pair")
     if len(set(chosen)) != len(chosen):

@@ -10,3 +10,5 @@ Code written for them runs unchanged but for the import line, e.g.
 groups of one call never share SMs, the returned streams keep their green contexts alive, and
 contexts whose streams are dropped are reused, so calling them in a loop leaks nothing.
 """
+
+__all__: list[str] = []  # the API is the two modules'

@@ -65,7 +65,7 @@ class CUdevResource:
             self.sm = CUdevSmResource(0, 0, 0)
         else:
             self.type = CU_DEV_RESOURCE_TYPE_SM
-            self.sm = CUdevSmResource(sm_partition.sm_count, sm_partition._native.min_partition_size,
+            self.sm = CUdevSmResource(sm_partition.sm_count, sm_partition._min_partition_size,
                                       sm_partition.coscheduled_sm_count)
 
     def __repr__(self) -> str:

@@ -31,7 +31,7 @@ def device_constraint(device: int) -> tuple[int, int]:
     before 13.0 do not: then the architecture's)."""
     table_minimum, table_alignment = sm_count_constraint(*_C.compute_capability(device))
     whole = SMPartition.from_device(device)
-    return max(table_minimum, whole._native.min_partition_size), whole.coscheduled_sm_count or table_alignment
+    return max(table_minimum, whole._min_partition_size), whole.coscheduled_sm_count or table_alignment
 
 
 def round_up(count: int, minimum: int, alignment: int) -> int:

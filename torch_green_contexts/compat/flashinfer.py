@@ -28,15 +28,13 @@ from typing import Any
 
 import torch
 
-from .._device import resolve_device
+from .. import _device, _validation
 from .._errors import SplitError
 from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
-from .._validation import as_int_at_least
+from . import _sm_counts, _streams
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
-from ._sm_counts import FLASHINFER_DRIVER_ERROR, device_constraint, round_up, sm_count_constraint
-from ._streams import streams_on
 
 __all__ = [
     "CUdevice",
@@ -64,14 +62,14 @@ def get_compute_capability(device: torch.device) -> tuple[int, int]:
         raise TypeError(f"device must be a torch.device, got {type(device).__name__}")
     if device.type != "cuda":
         raise ValueError("device must be a cuda device")
-    major, minor = _C.compute_capability(resolve_device(device.index))
+    major, minor = _C.compute_capability(_device.resolve_device(device.index))
     return major, minor
 
 
 def get_sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
     """``(minimum, alignment)`` of a group's SM count on compute capability ``major.minor``:
     6.x (1, 1), 7.x (2, 2), 8.x (4, 2), 9.0 and newer (8, 8); ValueError before 6.0."""
-    return sm_count_constraint(major, minor)
+    return _sm_counts.sm_count_constraint(major, minor)
 
 
 def get_cudevice(dev: torch.device) -> CUdevice:
@@ -81,7 +79,7 @@ def get_cudevice(dev: torch.device) -> CUdevice:
         raise TypeError(f"dev must be a torch.device, got {type(dev).__name__}")
     if dev.type != "cuda":
         raise ValueError(f"dev must be a CUDA device, got {dev}")
-    return CUdevice(resolve_device(dev.index))
+    return CUdevice(_device.resolve_device(dev.index))
 
 
 def get_device_resource(cu_dev: CUdevice) -> CUdevResource:
@@ -100,10 +98,10 @@ def split_resource(resource: CUdevResource, num_groups: int, min_count: int) -> 
     ("Insufficient SMs ...").
     """
     partition = _partition_of("resource", resource)
-    groups = _count("num_groups", num_groups, minimum=1)
-    count = _count("min_count", min_count, minimum=0)
-    minimum, alignment = device_constraint(resource.device_id)
-    size = round_up(count, minimum, alignment)
+    groups = _validation.as_int_at_least("num_groups", num_groups, 1)
+    count = _validation.as_int_at_least("min_count", min_count, 0)
+    minimum, alignment = _sm_counts.device_constraint(resource.device_id)
+    size = _sm_counts.round_up(count, minimum, alignment)
     partition = _splittable(partition)
     total = partition.sm_count
     request = (f"{groups} group{'' if groups == 1 else 's'} of {size} SMs (min_count={count} rounded up "
@@ -129,11 +127,11 @@ def split_resource_by_sm_count(
     partition = _partition_of("resource", resource)
     if resource.device_id != device:
         raise ValueError(f"resource belongs to device {resource.device_id}, not to cu_dev (device {device})")
-    counts = [_count("sm_counts entries", c, minimum=0) for c in _sequence("sm_counts", sm_counts)]
+    counts = [_validation.as_int_at_least("sm_counts entries", c, 0) for c in _sequence("sm_counts", sm_counts)]
     if not counts:
         return [], resource
-    minimum, alignment = device_constraint(device)
-    sizes = [round_up(c, minimum, alignment) for c in counts]
+    minimum, alignment = _sm_counts.device_constraint(device)
+    sizes = [_sm_counts.round_up(c, minimum, alignment) for c in counts]
     partition = _splittable(partition)
     request = (f"groups of {sizes} SMs (sm_counts {counts} rounded up to the device's minimum of {minimum} "
                f"and a multiple of {alignment})")
@@ -164,7 +162,7 @@ def create_green_ctx_streams(cu_dev: CUdevice, resources: list[CUdevResource]) -
                 f"flashinfer.green_ctx reports it)"
             )
         partitions.append(partition)
-    return streams_on(device, partitions)
+    return _streams.streams_on(device, partitions)
 
 
 def split_device_green_ctx(
@@ -207,7 +205,7 @@ def split_device_green_ctx_by_sm_count(
     resource = get_device_resource(cu_dev)
     counts = _sequence("sm_counts", sm_counts)
     for count in counts:
-        if _count("sm_counts entries", count, minimum=None) <= 0:
+        if _validation.as_count("sm_counts entries", count) <= 0:
             raise ValueError(f"SM count must be positive, got {count}")
     results, remaining = split_resource_by_sm_count(cu_dev, resource, counts)
     _check_remainder(remaining, f"SM counts {list(counts)}")
@@ -216,10 +214,6 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
-
-
-def _count(name: str, value: Any, minimum: int | None) -> int:
-    return as_int_at_least(name, value, minimum)
 
 
 def _sequence(name: str, value: Any) -> list[Any]:
@@ -231,9 +225,9 @@ def _sequence(name: str, value: Any) -> list[Any]:
 def _device_of(cu_dev: Any) -> int:
     """The device ordinal of a CUdevice (or a plain int, as cuda-python accepts), checked."""
     if isinstance(cu_dev, CUdevice):
-        return resolve_device(cu_dev.index)
-    if isinstance(cu_dev, int) and not isinstance(cu_dev, bool):
-        return resolve_device(cu_dev)
+        return _device.resolve_device(cu_dev.index)
+    if _validation.is_int(cu_dev):
+        return _device.resolve_device(cu_dev)
     raise TypeError(f"cu_dev must be a CUdevice (from get_cudevice), got {type(cu_dev).__name__}")
 
 
@@ -249,7 +243,7 @@ def _partition_of(name: str, resource: Any, allow_empty: bool = False) -> Any:
 def _splittable(partition: SMPartition) -> SMPartition:
     """``partition``, or the same SMs as a green context's resource when the driver refuses to
     split it (a split's output); the context lives as long as that resource."""
-    if partition._native.splittable:
+    if partition._splittable:
         return partition
     return GreenContext(sm_partition=partition).sm_partition
 
@@ -268,7 +262,7 @@ def _insufficient(request: str, partition: SMPartition, reason: str) -> RuntimeE
     return RuntimeError(
         f"Insufficient SMs: {request} cannot be made of the {partition.sm_count} SMs of device "
         f"{partition.device_id} ({reason}). Please reduce the number of groups or the SM counts. "
-        f"({FLASHINFER_DRIVER_ERROR}, as flashinfer.green_ctx reports it)"
+        f"({_sm_counts.FLASHINFER_DRIVER_ERROR}, as flashinfer.green_ctx reports it)"
     )
 
 

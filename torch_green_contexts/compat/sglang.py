@@ -19,17 +19,13 @@ never runs on and let both use the rest, with the decode stream at the highest p
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from .._device import resolve_device
+from .. import _device, _layout_build, _validation
 from .._errors import SplitError
-from .._layout_build import granularity, make_overlapped
 from .._native import _C
 from .._sm_partition import SMPartition
-from .._validation import as_count, highest_priority
-from ._streams import streams_on
+from . import _sm_counts, _streams
 
 __all__ = [
     "create_asymmetric_overlapped_greenctx_stream_by_value", "create_greenctx_stream_by_value",
@@ -49,8 +45,8 @@ def create_greenctx_stream_by_value(
     ``SM_b`` one too, unless the two take every SM (then ``SM_b`` is the rest, whatever its
     size). The streams keep their green contexts alive.
     """
-    device = resolve_device(device_id)
-    a, b = _int("SM_a", SM_a), _int("SM_b", SM_b)
+    device = _device.resolve_device(device_id)
+    a, b = _validation.as_count("SM_a", SM_a), _validation.as_count("SM_b", SM_b)
     if a <= 0 or b <= 0:
         raise RuntimeError(f"SM counts must be positive, got SM_a={a}, SM_b={b}")
     total = _C.device_sm_count(device)
@@ -73,7 +69,7 @@ def create_greenctx_stream_by_value(
             f"The SMs of the created streams are not equal to the input SMs, expected: {a}, {b}, "
             f"got: {first.sm_count}, {second.sm_count}"
         )
-    stream_a, stream_b = streams_on(device, [first, second])
+    stream_a, stream_b = _streams.streams_on(device, [first, second])
     return stream_a, stream_b
 
 
@@ -85,7 +81,7 @@ def create_overlapped_greenctx_stream_by_value(
     Returns ``(prefill_stream, decode_stream, (prefill, decode, prefill_only, decode_only,
     shared))``, the SM counts the driver gave; see
     :func:`create_asymmetric_overlapped_greenctx_stream_by_value`."""
-    count = _int("reserved_sm", reserved_sm)
+    count = _validation.as_count("reserved_sm", reserved_sm)
     return create_asymmetric_overlapped_greenctx_stream_by_value(count, count, device_id)
 
 
@@ -104,10 +100,10 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
     counts are exact, never rounded. The streams keep their contexts alive, and contexts whose
     streams are dropped are reused, so calling this in a loop leaks nothing.
     """
-    device = resolve_device(device_id)
-    prefill_floor = _int("prefill_reserved_sm", prefill_reserved_sm)
-    decode_floor = _int("decode_reserved_sm", decode_reserved_sm)
-    step, total = granularity(device), _C.device_sm_count(device)
+    device = _device.resolve_device(device_id)
+    prefill_floor = _validation.as_count("prefill_reserved_sm", prefill_reserved_sm)
+    decode_floor = _validation.as_count("decode_reserved_sm", decode_reserved_sm)
+    step, total = _layout_build.granularity(device), _C.device_sm_count(device)
     if prefill_floor <= 0 or decode_floor <= 0 or prefill_floor % step or decode_floor % step:
         raise RuntimeError(
             f"reserved SM counts must be positive multiples of {step} (the smallest partition of device "
@@ -118,7 +114,8 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
             f"({prefill_floor} + {decode_floor}) take all {total} SMs of device {device}; at most "
             f"{(total - 1) // step * step} may be reserved so that some are shared")
     try:
-        layout = make_overlapped(decode_floor, prefill_floor, step, device, highest_priority())
+        layout = _layout_build.make_overlapped(decode_floor, prefill_floor, step, device,
+                                               _validation.highest_priority())
     except ValueError as error:
         raise RuntimeError(f"device {device} cannot be split into floors of {prefill_floor} and "
                            f"{decode_floor} SMs and a shared rest: {error}") from error
@@ -129,9 +126,5 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
 
 def get_sm_available(device_id: int | None = None) -> int:
     """The number of SMs of a device (``None``: PyTorch's current device)."""
-    count: int = _C.device_sm_count(resolve_device(device_id))
+    count: int = _C.device_sm_count(_device.resolve_device(device_id))
     return count
-
-
-def _int(name: str, value: Any) -> int:
-    return as_count(name, value)

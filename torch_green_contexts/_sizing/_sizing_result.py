@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Any, Sequence
 
+from .._validation import as_positive_us
 from ._json_input import json_object, reading
 from ._stats import percentile
 
@@ -34,7 +34,7 @@ class Latency:
 
     def at(self, q: int) -> float:
         """The ``q``-th percentile (50, 90 or 99)."""
-        return float(getattr(self, f"p{_check_percentile(q)}"))
+        return float(getattr(self, f"p{check_percentile(q)}"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,11 +94,8 @@ class SizingResult:
         idle. None when no measured count meets the deadline. The row of all SMs has no load
         beside it, so it only qualifies when no load was measured or ``under_load`` is false.
         """
-        if isinstance(deadline_us, bool) or not isinstance(deadline_us, (int, float)):
-            raise TypeError(f"deadline_us must be a number of microseconds, got {deadline_us!r}")
-        if not math.isfinite(deadline_us) or deadline_us <= 0:
-            raise ValueError(f"deadline_us must be a positive number of microseconds, got {deadline_us!r}")
-        q = _check_percentile(percentile)
+        as_positive_us("deadline_us", deadline_us)
+        q = check_percentile(percentile)
         loaded = under_load and self.has_load()
         for row in sorted(self.rows, key=lambda r: r.sm_count):
             figures = row.loaded if loaded else row.idle
@@ -240,7 +237,7 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def _check_percentile(q: Any) -> int:
+def check_percentile(q: Any) -> int:
     if isinstance(q, bool) or q not in PERCENTILES:
         raise ValueError(f"percentile must be one of {PERCENTILES}, got {q!r}")
     return int(q)

@@ -10,7 +10,7 @@ import json
 from typing import Any, Hashable, Iterable
 
 from ._json_input import json_object, reading
-from ._sizing_result import Latency, _check_percentile
+from ._sizing_result import Latency, check_percentile
 
 Point = tuple[int, int]  # (decode batch size, total context tokens of the batch)
 
@@ -115,7 +115,7 @@ class LayoutProfile:
 
     def cost(self, key: Hashable, percentile: int = 99) -> StepCost:
         """The step cost model of layout ``key`` at ``percentile`` (50, 90 or 99)."""
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         cache = self.__dict__.setdefault("_costs", {})
         if (key, q) not in cache:
             try:
@@ -156,7 +156,7 @@ class LayoutProfile:
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per layout, its SM counts and its fitted cost model."""
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         lines = [f"p{q} step cost per layout: a us per 1k context tokens, b us per request, c us",
                  "", "| layout | latency SMs | batch SMs | shared | a | b | c |", "|---|---:|---:|---:|---:|---:|---:|"]
         for key in self.measured:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
-import math
-import numbers
 from typing import Any
 
+from .._validation import as_finite
 from ._json_input import json_object, reading
-from ._sizing_result import SizingResult, _check_percentile
+from ._sizing_result import SizingResult, check_percentile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +66,7 @@ class LatencyProfile:
         :meth:`read_at` ``(p)``. None above the largest measured parameter, and under load for
         the row of all SMs (nothing is left for the load there). KeyError for an SM count that
         was not measured."""
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         at = self.read_at(p)
         if at is None:
             return None
@@ -106,7 +105,7 @@ class LatencyProfile:
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per SM count, one column per parameter, each cell the
         ``percentile`` latency (us) under the load (idle for the row of all SMs, marked ``*``)."""
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         head = "| SMs | " + " | ".join(f"p={p:g}" for p in self.params) + " |"
         lines = [f"p{q} latency (us) of the step under the load on the rest (* idle: no SM left for the load)",
                  "", head, "|---:|" + "---:|" * len(self.entries)]
@@ -121,7 +120,7 @@ class LatencyProfile:
     def plot(self, path: str, *, deadline_us: float | None = None, percentile: int = 99) -> str:
         """The ``percentile`` latency under load against the SM count, one curve per parameter,
         and the load's rate beside it, as a PNG at ``path`` (needs matplotlib). Returns ``path``."""
-        q = _check_percentile(percentile)
+        q = check_percentile(percentile)
         try:
             import matplotlib
 
@@ -164,5 +163,4 @@ class LatencyProfile:
 
 
 def _check_param(p: Any) -> None:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p):
-        raise TypeError(f"the parameter must be a finite number, got {p!r}")
+    as_finite("the parameter", p)

@@ -11,14 +11,14 @@ from typing import Any, Callable
 
 import torch
 
-from ._green_context import GreenContext
-from ._native import _C
+from .._green_context import GreenContext
+from .._native import _C
+from .._sm_partition import SMPartition
+from .._validation import as_bool, as_int_at_least
 from ._progress import Progress
 from ._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
-from ._sm_partition import SMPartition
 from ._stats import interleaved
 from ._timing import POLL_S, QueuedLoad, graphed, time_calls
-from ._validation import as_int_at_least
 
 _QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-ups
 
@@ -26,10 +26,6 @@ _QUEUED_LOAD_S = 2e-3  # at least this much load work stays queued between top-u
 def queued_depth(load_once_s: float) -> int:
     """How many load calls to keep queued so that at least _QUEUED_LOAD_S of work is waiting."""
     return max(2, min(64, math.ceil(_QUEUED_LOAD_S / max(load_once_s, 1e-7))))
-
-
-def positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    return as_int_at_least(name, value, minimum)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,12 +43,9 @@ class Options:
               progress: Any) -> Options:
         if load is not None and not callable(load):
             raise TypeError(f"load must be callable or None, got {type(load).__name__}")
-        for name, flag in (("graph", graph), ("progress", progress)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-        return cls(load, positive_int("rounds", rounds), positive_int("samples", samples),
-                   positive_int("warmup", warmup, minimum=0), positive_int("seed", seed, minimum=0),
-                   graph, progress)
+        graph, progress = as_bool("graph", graph), as_bool("progress", progress)
+        return cls(load, as_int_at_least("rounds", rounds, 1), as_int_at_least("samples", samples, 1),
+                   as_int_at_least("warmup", warmup, 0), as_int_at_least("seed", seed, 0), graph, progress)
 
 
 def sweep(device: int, chosen: list[int], steps: list[Callable[[], Any]], options: Options,
