@@ -33,6 +33,25 @@ std::vector<int> minus(const std::vector<int>& a, const std::vector<int>& b) {
   return out;
 }
 
+// A split output of `input`: the SMs `sms`, co-scheduled `alignment` at a time.
+Record piece_of(const Record& input, const std::vector<int>& sms, unsigned alignment, int split_id) {
+  Record r;
+  r.type = CU_DEV_RESOURCE_TYPE_SM;
+  r.sms = sms;
+  r.origin = Origin::kSplitOutput;
+  r.device = input.device;
+  r.alignment = alignment;
+  r.split_id = split_id;
+  return r;
+}
+
+// What a split left of `input`: an INVALID resource when nothing is, co-scheduled in pairs.
+void write_rest(CUdevResource* out, const std::vector<int>& sms, const Record& input, int split_id) {
+  Record r = piece_of(input, sms, 2, split_id);
+  if (sms.empty()) r.type = CU_DEV_RESOURCE_TYPE_INVALID;
+  write_resource(out, r);
+}
+
 }  // namespace
 
 
@@ -74,27 +93,11 @@ CUresult sim_cuDevSmResourceSplitByCount(CUdevResource* result, unsigned* nb, co
   int split_id = split_id_of(input_copy, "by-count " + std::to_string(flags) + " " +
                                              std::to_string(min_count) + " " + std::to_string(made));
   for (unsigned i = 0; i < made; ++i) {
-    Record r;
-    r.type = CU_DEV_RESOURCE_TYPE_SM;
-    r.sms = groups[i];
-    r.origin = Origin::kSplitOutput;
-    r.device = input_copy.device;
-    r.alignment = gran;
-    r.split_id = split_id;
-    write_resource(&result[i], r);
+    write_resource(&result[i], piece_of(input_copy, groups[i], gran, split_id));
     used.insert(used.end(), groups[i].begin(), groups[i].end());
   }
   *nb = made;
-  if (remaining) {
-    Record r;
-    r.sms = minus(input_copy.sms, used);
-    r.type = r.sms.empty() ? CU_DEV_RESOURCE_TYPE_INVALID : CU_DEV_RESOURCE_TYPE_SM;
-    r.origin = Origin::kSplitOutput;
-    r.device = input_copy.device;
-    r.alignment = 2;
-    r.split_id = split_id;
-    write_resource(remaining, r);
-  }
+  if (remaining) write_rest(remaining, minus(input_copy.sms, used), input_copy, split_id);
   return CUDA_SUCCESS;
 }
 
@@ -172,27 +175,13 @@ CUresult sim_cuDevSmResourceSplit(CUdevResource* result, unsigned nb, const CUde
   }
   int split_id = split_id_of(input_copy, signature);
   for (unsigned i = 0; i < nb; ++i) {
-    Record r;
-    r.type = CU_DEV_RESOURCE_TYPE_SM;
-    r.sms = assigned[i];
-    r.origin = Origin::kSplitOutput;
-    r.device = input_copy.device;
-    r.alignment = params[i].coscheduledSmCount ? params[i].coscheduledSmCount : device_alignment();
+    const unsigned alignment = params[i].coscheduledSmCount ? params[i].coscheduledSmCount : device_alignment();
+    Record r = piece_of(input_copy, assigned[i], alignment, split_id);
     r.flags = params[i].flags;
     r.locality = params[i].localityDomainId;
-    r.split_id = split_id;
     write_resource(&result[i], r);
   }
-  if (remainder) {
-    Record r;
-    r.sms = pool;
-    r.type = pool.empty() ? CU_DEV_RESOURCE_TYPE_INVALID : CU_DEV_RESOURCE_TYPE_SM;
-    r.origin = Origin::kSplitOutput;
-    r.device = input_copy.device;
-    r.alignment = 2;
-    r.split_id = split_id;
-    write_resource(remainder, r);
-  }
+  if (remainder) write_rest(remainder, pool, input_copy, split_id);
   return CUDA_SUCCESS;
 }
 

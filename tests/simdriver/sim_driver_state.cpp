@@ -1,6 +1,7 @@
 // The simulated driver's state: its configuration, the handles it made, the calls made to it
 // and the failures asked for.
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -45,31 +46,26 @@ int domain_of_sm(int sm) {
   return c.locality_domains > 0 ? state().gpc_of_sm[sm] % c.locality_domains : 0;
 }
 
-bool valid_green(GreenCtx* g) {
-  State& s = state();
-  if (g == nullptr || !s.green_ctxs.count(g) || !g->alive) {
-    ++s.misuse;
+namespace {
+
+template <typename Handle>
+bool alive_in(Handle* handle, const std::set<Handle*>& made) {
+  if (handle == nullptr || !made.count(handle) || !handle->alive) {
+    ++state().misuse;
     return false;
   }
   return true;
 }
 
-bool valid_stream(Stream* st) {
-  State& s = state();
-  if (st == nullptr || !s.streams.count(st) || !st->alive) {
-    ++s.misuse;
-    return false;
-  }
-  return true;
-}
+}  // namespace
 
-bool valid_event(Event* ev) {
-  State& s = state();
-  if (ev == nullptr || !s.events.count(ev) || !ev->alive) {
-    ++s.misuse;
-    return false;
-  }
-  return true;
+bool valid_green(GreenCtx* g) { return alive_in(g, state().green_ctxs); }
+bool valid_stream(Stream* st) { return alive_in(st, state().streams); }
+bool valid_event(Event* ev) { return alive_in(ev, state().events); }
+
+CUresult detached(const Stream* st) {
+  if (st->green && !st->green->alive) return state().config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  return CUDA_SUCCESS;
 }
 
 GreenCtx* green_of_context(CUcontext ctx) {

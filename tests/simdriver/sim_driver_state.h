@@ -144,6 +144,9 @@ bool valid_green(GreenCtx* g);
 bool valid_stream(Stream* st);
 bool valid_event(Event* ev);
 GreenCtx* green_of_context(CUcontext ctx);
+// For a stream whose green context was destroyed, the error its uses get: 13.1+ drivers say
+// CUDA_ERROR_STREAM_DETACHED, older ones CUDA_ERROR_INVALID_HANDLE. CUDA_SUCCESS otherwise.
+CUresult detached(const Stream* st);
 
 // Writes the resource `record` stands for; reads back what such a resource stands for (null:
 // not one of this driver's).

@@ -25,7 +25,7 @@ CUresult sim_cuStreamSynchronize(CUstream stream) {
   ENTER("cuStreamSynchronize");
   auto* st = reinterpret_cast<Stream*>(stream);
   if (!valid_stream(st)) return kInvalidHandle;
-  if (st->green && !st->green->alive) return s.config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  if (CUresult code = detached(st)) return code;
   return CUDA_SUCCESS;
 }
 
@@ -75,7 +75,7 @@ CUresult sim_cuEventRecord(CUevent event, CUstream stream) {
   auto* ev = reinterpret_cast<Event*>(event);
   auto* st = reinterpret_cast<Stream*>(stream);
   if (!valid_event(ev) || !valid_stream(st)) return kInvalidHandle;
-  if (st->green && !st->green->alive) return s.config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  if (CUresult code = detached(st)) return code;
   if (ev->green != st->green) {  // not the stream's context
     ++s.misuse;
     return kInvalidHandle;
@@ -90,7 +90,7 @@ CUresult sim_cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
   auto* st = reinterpret_cast<Stream*>(stream);
   if (!valid_stream(st) || !valid_event(ev)) return kInvalidHandle;
   if (flags & ~0x1u) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT 0, _EXTERNAL 0x1
-  if (st->green && !st->green->alive) return s.config.version >= 13010 ? kStreamDetached : kInvalidHandle;
+  if (CUresult code = detached(st)) return code;
   s.wait_edges.push_back({st, ev->recorded_on});
   return CUDA_SUCCESS;
 }
