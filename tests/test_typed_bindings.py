@@ -1,13 +1,12 @@
 """What the bindings take: group requests as a class, the split path and workqueue scope as
-enums; an unknown split path in the environment is a ValueError naming the allowed ones."""
+enums; an unknown split path in the environment is a ValueError naming the allowed ones (and
+fails every split before the driver splits: tests/sim/test_errors.py)."""
 
 import pytest
 
 from torch_green_contexts import _sm_partition
 from torch_green_contexts._native import _C
 from torch_green_contexts._validation import check_workqueue, split_requests
-
-from ._sim import needs_sim, run_on_sim
 
 
 def test_split_path_from_the_environment(monkeypatch):
@@ -46,25 +45,3 @@ def test_workqueue_scopes_are_an_enum():
     for bad, shown in (("shared", "'shared'"), (0, "0"), (b"balanced", "b'balanced'")):
         with pytest.raises(ValueError, match="must be one of 'device_ctx', 'balanced' or None, got " + shown):
             _C.workqueue_scope(bad)
-
-
-@needs_sim
-def test_an_unknown_split_path_fails_every_split_before_the_driver_splits():
-    out = run_on_sim(
-        """
-        from torch_green_contexts import GreenContext, SMPartition
-        whole = SMPartition.from_device(0)
-        for call in (lambda: whole.split(num_sms=8), lambda: GreenContext.split(num_sms=(8, 8), device_id=0)):
-            try:
-                call()
-            except ValueError as error:
-                assert "allowed values: auto, native, emulated" in str(error), error
-            else:
-                raise AssertionError("no ValueError")
-        assert live("green_ctx") == 0
-        print("ok")
-        """,
-        version=13000,
-        TORCH_GREEN_CONTEXTS_SPLIT_PATH="quick",
-    )
-    assert out.strip() == "ok"
