@@ -50,12 +50,12 @@ bool splits(const SmPartition& input, const std::vector<GroupRequest>& requests)
   return call_split(input, requests, nullptr, nullptr) == abi::CUDA_SUCCESS;
 }
 
-// After the driver refused `requests` with `result`: the SplitError naming the first group it
-// refuses (found by splitting the groups up to each one alone), its count and the nearest
-// counts it gives that group after the groups before it. Nothing when no other count of that
-// group splits and the driver's answer was INVALID_VALUE: an argument, not a count, is wrong.
-std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupRequest> requests,
-                                  abi::CUresult result) {
+// After the driver refused `requests`: the SplitError naming the first group it refuses (found
+// by splitting the groups up to each one alone), its count and the nearest counts it gives that
+// group after the groups before it (for a discovery group, that none fits). Nothing when no other
+// count of that group splits either: then what the driver refuses is not the count, and its own
+// error stands.
+std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupRequest> requests) {
   std::size_t culprit = requests.size() - 1;
   for (std::size_t k = 1; k < requests.size(); ++k) {
     std::vector<GroupRequest> first(requests.begin(), requests.begin() + static_cast<std::ptrdiff_t>(k));
@@ -68,12 +68,15 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
   GroupRequest& group = requests.back();
   const unsigned asked = group.sm_count;
   if (asked == 0) {
-    return split_error(culprit, 0, "(discovery) found no group the driver could give", {});
+    return SplitError(group_label(culprit) + ": discovery (num_sms=0) found no group the driver could give in what the "
+                          "groups before it left",
+                      culprit, 0, {});
   }
   unsigned before = 0;
   for (std::size_t i = 0; i < culprit; ++i) before += requests[i].sm_count;
   const unsigned available = input.sm_count() > before ? input.sm_count() - before : 0;
-  const unsigned alignment = group.coscheduled_sm_count ? group.coscheduled_sm_count : input.coscheduled_sm_count();
+  const bool own = group.coscheduled_sm_count != 0;
+  const unsigned alignment = own ? group.coscheduled_sm_count : input.coscheduled_sm_count();
   const unsigned step = alignment > 1 ? alignment : 2;
   std::vector<unsigned> nearest;
   for (unsigned c = (asked - 1) / step * step; c >= step; c -= step) {
@@ -90,10 +93,11 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
       break;
     }
   }
-  if (nearest.empty() && result == abi::CUDA_ERROR_INVALID_VALUE) return std::nullopt;
+  if (nearest.empty()) return std::nullopt;
   return split_error(culprit, asked,
-                     "cannot be given: on driver " + format_driver_version(driver().version()) +
-                         " SMs split in units of " + std::to_string(step) + " (the group's co-scheduling)",
+                     "cannot be given exactly: on driver " + format_driver_version(driver().version()) +
+                         " SMs split in units of " + std::to_string(step) +
+                         (own ? " (its coscheduled_sm_count)" : " (the device's co-scheduling alignment)"),
                      std::move(nearest));
 }
 
@@ -106,7 +110,7 @@ SplitResult split_native(const SmPartition& input, const std::vector<GroupReques
   abi::CUdevResource remainder = abi::zeroed_resource();
   const abi::CUresult result = call_split(input, requests, &results, &remainder);
   if (refuses_count(result)) {
-    if (std::optional<SplitError> error = refusal(input, requests, result)) throw *error;
+    if (std::optional<SplitError> error = refusal(input, requests)) throw *error;
   }
   api.check<entry::cuDevSmResourceSplit>(result);
 

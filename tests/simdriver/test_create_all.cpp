@@ -128,7 +128,7 @@ TEST_F(EmulatedSplit, CreateAllWithIdleContextsStillKeepsNothingOnAFailure) {
   // A partition of another device fails the call on this thread, before any creation; the
   // idle contexts taken before it go back.
   const int creates = sim().calls("cuGreenCtxCreate"), threads = g_threads_started.load();
-  SmPartition elsewhere(1, whole.resource(), SmPartition::Origin::kDevice, 8, nullptr);
+  SmPartition elsewhere(1, whole.resource(), SmPartition::Origin::kDevice, 8, tgc::KeepAlive());
   std::vector<const SmPartition*> mixed = parts;
   mixed.insert(mixed.begin() + 4, &elsewhere);  // after partitions whose contexts are idle
   EXPECT_THROWS_WITH(GreenContext::create_all(0, mixed, std::nullopt), ValueError,

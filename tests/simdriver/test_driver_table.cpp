@@ -52,8 +52,22 @@ TEST_F(DriverTable, ReportsEntryPointsAndUnknownCodes) {
   EXPECT_EQ(driver().error_name(12345), "CUDA_ERROR_UNKNOWN_CODE_12345");
   EXPECT_EQ(driver().error_text(12345), "no description from the driver");
   EXPECT_EQ(driver().error_name(915), "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION");
-  EXPECT_NO_THROW(driver().check(cu::CUDA_SUCCESS, "cuInit"));
-  EXPECT_THROW(driver().require_version("a future feature", 99000), FeatureUnavailableError);
+  EXPECT_NO_THROW(driver().check<entry::cuCtxGetCurrent>(cu::CUDA_SUCCESS));
+  EXPECT_DRIVER_ERROR(driver().check<entry::cuCtxGetCurrent>(915), "cuCtxGetCurrent");
+  EXPECT_THROWS_THAT(driver().require_version("a future feature", 99000), FeatureUnavailableError,
+                     [](const FeatureUnavailableError& e) {
+                       EXPECT_EQ(e.feature(), "a future feature");
+                       EXPECT_EQ(e.needed_version(), 99000);
+                       EXPECT_EQ(e.found_version(), version());
+                       EXPECT_CONTAINS(e.what(), "a future feature needs CUDA driver 99.0 or newer");
+                     });
+  // The checked call names the entry point once: its failures carry that name.
+  cu::CUcontext current = nullptr;
+  EXPECT_NO_THROW(driver().call<entry::cuCtxGetCurrent>(&current));
+  sim().fail_next("cuCtxGetCurrent", 201, 0);
+  EXPECT_DRIVER_ERROR(driver().call<entry::cuCtxGetCurrent>(&current), "cuCtxGetCurrent");
+  sim().fail_next("cuCtxGetCurrent", 201, 0);
+  EXPECT_EQ(driver().result_of<entry::cuCtxGetCurrent>(&current), 201);
 }
 
 TEST_F(Gates, FeaturesBelowTheirVersionSayWhatTheyNeed) {

@@ -39,11 +39,27 @@ TEST_F(NativeSplit, DiscoveryRemainderAndDriverRules) {
   // Not a multiple of the default co-scheduled count: the driver says INVALID_VALUE, and the
   // error says which group, which count and the nearest counts, as on the emulated path.
   const int asked = sim().calls("cuDevSmResourceSplit");
-  EXPECT_THROWS_THAT(split(whole, {group(16), group(12)}), ValueError, [&](const ValueError& e) {
-    EXPECT_CONTAINS(e.what(), "group 1: num_sms=12 cannot be given exactly");
+  EXPECT_THROWS_THAT(split(whole, {group(16), group(12)}), SplitError, [&](const SplitError& e) {
+    EXPECT_CONTAINS(e.what(), "group 1: num_sms=12 cannot be given exactly: on driver");
     EXPECT_CONTAINS(e.what(), "nearest counts it can give: 8, 16");
+    EXPECT_EQ(e.group(), std::optional<std::size_t>(1));
+    EXPECT_EQ(e.sm_count(), 12u);
+    EXPECT_EQ(e.nearest_counts(), (std::vector<unsigned>{8, 16}));
   });
-  EXPECT_EQ(sim().calls("cuDevSmResourceSplit"), asked + 1);  // the native path asked the driver first
+  // The native path asked the driver, then found the group and the nearest counts by asking it
+  // again; the emulated path was not used.
+  EXPECT_GT(sim().calls("cuDevSmResourceSplit"), asked + 1);
+  const int by_count = sim().calls("cuDevSmResourceSplitByCount");
+  EXPECT_THROWS_WITH(split(whole, {group(20)}), SplitError, "nearest counts it can give: 16, 24");
+  EXPECT_EQ(sim().calls("cuDevSmResourceSplitByCount"), by_count);
+  // A discovery group with nothing left for it, as on the emulated path.
+  EXPECT_THROWS_THAT(split(whole, {group(120), group(0)}), SplitError, [](const SplitError& e) {
+    EXPECT_CONTAINS(e.what(), "group 1: discovery (num_sms=0) found no group");
+    EXPECT_EQ(e.group(), std::optional<std::size_t>(1));
+    EXPECT_EQ(e.sm_count(), 0u);
+  });
+  EXPECT_THROWS_THAT(split(whole, {group(120), group(0)}, SplitPath::kEmulated), SplitError,
+                     [](const SplitError& e) { EXPECT_EQ(e.group(), std::optional<std::size_t>(1)); });
 }
 
 TEST_F(NativeSplit, LocalityDomains) {
@@ -61,5 +77,5 @@ TEST_F(NativeSplit, LocalityDomains) {
   EXPECT_EQ(ctx->locality_domain_id(), std::optional<unsigned>(1));
   GroupRequest nowhere = group(16);
   nowhere.locality_domain_id = 7;
-  EXPECT_THROW(split(whole, {nowhere}), DriverError);
+  EXPECT_THROW(split(whole, {nowhere}), DriverError);  // no count fits there: not a count the driver refuses
 }
