@@ -151,7 +151,7 @@ def test_streams_keep_their_contexts_alive(dev):
     check_partitions(streams, counts, run_gemm=False)
 
 
-def test_no_leaks_in_a_loop(dev, device):
+def test_no_leaks_in_a_loop(dev, device, live):
     def one_round():
         for streams, _ in (green_ctx.split_device_green_ctx(dev, 2, 16),
                            green_ctx.split_device_green_ctx_by_sm_count(dev, [8, 16, 24])):
@@ -170,12 +170,12 @@ def test_no_leaks_in_a_loop(dev, device):
     torch.cuda.synchronize(device)
     gc.collect()
     free_after = torch.cuda.mem_get_info(device)[0]
-    counts = tgc.live_counts()
+    counts = live()
     assert counts["contexts"] + counts["internal_contexts"] + counts["streams"] == 0, counts
     assert counts["idle_contexts"] <= tgc._C.idle_context_limit()
     assert (free_before - free_after) / MIB <= 16, (free_before - free_after) / MIB
     tgc.release_idle_contexts()
-    assert tgc._C.remembered_green_contexts() == 0
+    assert live()["remembered"] == 0
 
 
 # ---- SGLang: sgl_kernel's create_greenctx_stream_by_value and get_sm_available -----------
@@ -201,7 +201,7 @@ def test_sglang_pd_divisions(device, whole, granularity):
     check_partitions([stream_a, stream_b], [2 * granularity, 2 * granularity])
 
 
-def test_sglang_errors_and_loop(device, whole, granularity):
+def test_sglang_errors_and_loop(device, whole, granularity, live):
     total = whole.sm_count
     with pytest.raises(RuntimeError, match="SM counts must be positive"):
         spatial.create_greenctx_stream_by_value(0, granularity, device)
@@ -214,7 +214,7 @@ def test_sglang_errors_and_loop(device, whole, granularity):
     for _ in range(100):
         spatial.create_greenctx_stream_by_value(prefill, decode, device)
     gc.collect()
-    counts = tgc.live_counts()
+    counts = live()
     assert counts["contexts"] + counts["streams"] == 0, counts
 
 
@@ -276,7 +276,18 @@ def test_sm_count_follows_a_reused_stream_handle(device, granularity):
         tgc.set_idle_context_limit(previous)
 
 
-def test_sm_count_of_torchs_own_green_contexts(device, granularity):
+@pytest.fixture
+def torchs_own_module():
+    """torch.cuda.green_contexts as torch ships it, whether or not install() ran before."""
+    installed = tgc.installed()
+    if installed:
+        tgc.uninstall()
+    yield
+    if installed:
+        tgc.install()
+
+
+def test_sm_count_of_torchs_own_green_contexts(device, granularity, torchs_own_module):
     try:
         from torch.cuda.green_contexts import GreenContext as Builtin
     except Exception as error:  # noqa: BLE001

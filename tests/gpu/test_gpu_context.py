@@ -6,7 +6,6 @@ import warnings
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, SMPartition, observed_sm_ids
 
 from .conftest import gemm_check
@@ -51,13 +50,13 @@ def test_sm_partition_round_trip(granularity):
     assert again.sm_partition.sm_count == ctx.sm_count
 
 
-def test_partition_keeps_context_alive(granularity):
+def test_partition_keeps_context_alive(granularity, live):
     ctx = GreenContext(num_sms=2 * granularity)
     part = ctx.sm_partition
     count = ctx.sm_count
     del ctx
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 1  # held by the partition
+    assert live()["contexts"] == 1  # held by the partition
     assert GreenContext(sm_partition=part).sm_count == count
     del part
 
@@ -102,32 +101,32 @@ def test_stream_type_and_results(device, granularity):
     assert z.item() == pytest.approx(float(x.double().square().sum().item()), rel=1e-4)
 
 
-def test_streams_come_from_a_bounded_pool(device, granularity):
+def test_streams_come_from_a_bounded_pool(device, granularity, live):
     ctx = GreenContext(num_sms=granularity)
     streams = [ctx.Stream() for _ in range(80)]
     ids = [s.cuda_stream for s in streams]
     assert len(set(ids[:32])) == 32  # distinct streams first, like torch.cuda.Stream()'s pool
     assert ids[32:64] == ids[:32] and ids[64:] == ids[:16]  # then handed out again in turn
-    assert ctx._native.stream_count == 32 and tgc.live_counts()["streams"] == 32
+    assert ctx._native.stream_count == 32 and live()["streams"] == 32
     for s in streams[:3] + streams[40:42]:
         gemm_check(s)
         assert len(observed_sm_ids(s)) == ctx.sm_count
 
 
-def test_stream_outlives_green_context_object(device, granularity):
+def test_stream_outlives_green_context_object(device, granularity, live):
     ctx = GreenContext(num_sms=granularity)
     stream = ctx.Stream()
     del ctx
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 1
+    assert live()["contexts"] == 1
     gemm_check(stream)
     assert len(observed_sm_ids(stream)) >= granularity
     del stream
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
 
 
-def test_destroy_with_work_queued(device, granularity):
+def test_destroy_with_work_queued(device, granularity, live):
     ctx = GreenContext(num_sms=granularity)
     stream = ctx.Stream()
     a = torch.randn(2048, 2048, device=device)
@@ -139,7 +138,7 @@ def test_destroy_with_work_queued(device, granularity):
     expected = (a @ a) * 50
     del stream, ctx
     gc.collect()  # the context synchronises its streams before it goes
-    assert tgc.live_counts()["streams"] == 0
+    assert live()["streams"] == 0
     torch.testing.assert_close(acc, expected, rtol=1e-3, atol=1e-2)
 
 

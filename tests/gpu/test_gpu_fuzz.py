@@ -5,13 +5,12 @@ import pytest
 import torch
 
 from ..fuzz_cases import KINDS, fuzz
-from .test_gpu_reliability import FIGURES
 
 EXAMPLES_PER_KIND = 160
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_generated_arguments(kind, device):
+def test_generated_arguments(kind, device, figures):
     a = torch.randn(64, 64, device=device)
     expected = (a.double() @ a.double()).float()
 
@@ -19,5 +18,5 @@ def test_generated_arguments(kind, device):
         torch.testing.assert_close(a @ a, expected, rtol=1e-3, atol=1e-3)
 
     outcomes = fuzz(kind, EXAMPLES_PER_KIND, device, gemm_still_right)
-    FIGURES.setdefault("fuzz", {})[kind] = dict(outcomes)
+    figures.setdefault("fuzz", {})[kind] = dict(outcomes)
     assert sum(outcomes.values()) >= EXAMPLES_PER_KIND

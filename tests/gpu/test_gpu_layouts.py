@@ -6,7 +6,6 @@ import time
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import observed_sm_ids
 from torch_green_contexts.layouts import Layouts
 
@@ -16,7 +15,7 @@ def counts(granularity):
     return (granularity, 2 * granularity, 4 * granularity)
 
 
-def test_every_layout_is_a_disjoint_pair_while_all_exist(device, whole, counts):
+def test_every_layout_is_a_disjoint_pair_while_all_exist(device, whole, counts, live):
     with Layouts(counts, device_id=device) as layouts:
         assert layouts.counts == counts and len(layouts) == 3 and layouts.active is None
         for k, layout in zip(counts, layouts):
@@ -27,7 +26,7 @@ def test_every_layout_is_a_disjoint_pair_while_all_exist(device, whole, counts):
             assert not lat & batch
     del layout  # the loop's last layout holds its contexts
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
 
 
 def test_switch_orders_the_new_streams_after_the_old_without_waiting(device, counts):
@@ -84,7 +83,7 @@ def test_switching_back_and_to_the_same_layout(device, counts):
         del a, step, stream, last
 
 
-def test_bad_requests_and_close(device, whole, counts):
+def test_bad_requests_and_close(device, whole, counts, live):
     layouts = Layouts(counts, device_id=device, latency_priority=-1)
     assert layouts.device_id == device
     with pytest.raises(KeyError, match="no layout of 3 latency SMs"):
@@ -94,9 +93,9 @@ def test_bad_requests_and_close(device, whole, counts):
     layouts.close()
     assert len(layouts) == 0 and layouts.active is None
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
     with pytest.raises(ValueError, match=f"between 0 .* and {whole.sm_count}"):
         Layouts([whole.sm_count + 1], device_id=device)
     with pytest.raises(RuntimeError, match="device_id"):
         Layouts(counts, device_id=torch.cuda.device_count())
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0

@@ -6,7 +6,6 @@ import gc
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, SMPartition, observed_sm_ids
 from torch_green_contexts._layout_build import OVERLAP_COSCHEDULING, granularity as layout_step
 from torch_green_contexts.compat import sglang as spatial
@@ -60,7 +59,7 @@ def test_pieces_the_driver_cannot_combine_are_value_errors_and_leave_cuda_usable
     gemm_check(torch.cuda.current_stream(device))
 
 
-def test_overlapped_layouts_keep_each_side_off_the_other_sides_floor(device, whole, step):
+def test_overlapped_layouts_keep_each_side_off_the_other_sides_floor(device, whole, step, live):
     floors = [(2 * step, 8 * step), (4 * step, 4 * step)]
     with Layouts([0, 2 * step], overlapped=floors, device_id=device, ordering="per_role") as layouts:
         for latency_floor, batch_floor in floors:
@@ -92,7 +91,7 @@ def test_overlapped_layouts_keep_each_side_off_the_other_sides_floor(device, who
         assert x[0].item() == 62.0, "x = (x + 1) * 2, five times in order from 0"
         del layout, ready
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
 
 
 def test_sglang_overlapped_streams_have_the_counts_they_report(device, whole, step):

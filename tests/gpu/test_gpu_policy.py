@@ -6,10 +6,11 @@ import time
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import observed_sm_ids, sizing
 from torch_green_contexts.layouts import Layouts
 from torch_green_contexts.policy import SplitPolicy
+
+from .conftest import warm_up
 
 SLEEP_CYCLES = 200_000_000  # about 0.1 s
 
@@ -29,6 +30,7 @@ def test_profile_measures_each_parameter_on_shared_contexts(device, whole, granu
         made.append(n)
         return gemm_of(device, n)
 
+    warm_up(device)  # the timings compared below are taken at working clocks
     prof = sizing.profile(make_step, [2048, 512], load=gemm_of(device, 4096), counts=counts, rounds=1,
                           samples=4, warmup=1, graph=True, device_id=device)
     assert made == [512, 2048] and prof.params == (512, 2048) and prof.counts == tuple(counts)
@@ -115,7 +117,7 @@ def test_full_switch_still_orders_everything_after_the_previous_layout(device, g
         del first, second, layout
 
 
-def test_end_layouts_run_both_roles_on_the_whole_device(device, whole, granularity):
+def test_end_layouts_run_both_roles_on_the_whole_device(device, whole, granularity, live):
     with Layouts([0, granularity, whole.sm_count], device_id=device) as layouts:
         none, all_sms = layouts[0], layouts[whole.sm_count]
         assert (none.sm_count, none.batch_sm_count) == (0, whole.sm_count)
@@ -134,7 +136,7 @@ def test_end_layouts_run_both_roles_on_the_whole_device(device, whole, granulari
         assert x[0].item() == 4.0
         del none, all_sms, layout, step
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
 
 
 def test_policy_moves_to_more_sms_under_a_heavier_load_and_back(device, granularity):
@@ -146,6 +148,9 @@ def test_policy_moves_to_more_sms_under_a_heavier_load_and_back(device, granular
     load_src = torch.empty(512 << 20, device=device, dtype=torch.bfloat16)  # 1 GiB
     load_dst = torch.empty_like(load_src)
     small, large = 2 * granularity, 6 * granularity
+    # The profile sets the deadline the loaded steps are held to: taken at working clocks, not
+    # at the idle clocks a GPU left alone for a while starts from.
+    warm_up(device)
     prof = sizing.profile(lambda p: (lambda: dst.copy_(src)), [1], counts=[small, large], rounds=2,
                           samples=10, device_id=device, progress=False)
     slo = 1.15 * prof.latency(1, small)
@@ -208,6 +213,7 @@ def test_layout_profile_and_the_prefill_decode_policy_on_disjoint_and_overlapped
     points = [(1, 4096), (8, 65536)]
     with Layouts([0, 2 * step, whole.sm_count], overlapped=[(2 * step, 8 * step)], device_id=device,
                  ordering="per_role") as layouts:
+        warm_up(device)  # the timings compared below are taken at working clocks
         prof = sizing.profile_layouts(make_step, points, layouts, load=gemm_of(device, 4096), rounds=1,
                                       samples=5, warmup=1, progress=False)
         assert set(prof.measured) == set(layouts.keys)

@@ -1,8 +1,8 @@
 """Reliability on a real GPU: leaks over many cycles, threads, lifetime at exit and fork, CUDA
-graphs. Figures go to $TGC_REPORT_DIR/reliability.json when that variable is set."""
+graphs. Figures go to $TGC_REPORT_DIR/reliability.json when that variable is set (the `figures`
+fixture)."""
 
 import gc
-import json
 import os
 import subprocess
 import sys
@@ -13,24 +13,10 @@ import time
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, SMPartition, _C, observed_sm_ids
 from torch_green_contexts._probe import _SPIN_NS, _THREADS
 
 from .conftest import gemm_check
-
-FIGURES: dict = {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def write_figures():
-    yield
-    directory = os.environ.get("TGC_REPORT_DIR")
-    if directory and FIGURES:
-        os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "reliability.json"), "w") as f:
-            json.dump(FIGURES, f, indent=1)
-
 
 def _rss() -> int:
     with open("/proc/self/statm") as statm:
@@ -50,13 +36,13 @@ DEVICE_BAND_MIB = 16
 HOST_BAND_MIB = 32
 
 
-def test_dropped_context_is_reused_on_this_driver(device, granularity):
+def test_dropped_context_is_reused_on_this_driver(device, granularity, live):
     first = GreenContext(num_sms=2 * granularity)
     handle = first._native.handle
     stream = first.Stream().cuda_stream
     del first
     gc.collect()
-    assert tgc.live_counts()["idle_contexts"] == 1
+    assert live()["idle_contexts"] == 1
     again = GreenContext(num_sms=2 * granularity)
     assert again._native.handle == handle  # the driver describes the same SMs with the same bytes
     assert again.Stream().cuda_stream == stream
@@ -69,7 +55,7 @@ def test_dropped_context_is_reused_on_this_driver(device, granularity):
     assert len(set(observed_sm_ids(c.Stream())) & set(observed_sm_ids(d.Stream()))) == 0
 
 
-def _cycles(device, n, cycle) -> dict:
+def _cycles(device, n, cycle, live) -> dict:
     cycle()  # the first cycle creates what later ones reuse
     free0, rss0 = _memory(device)
     start = time.perf_counter()
@@ -77,7 +63,7 @@ def _cycles(device, n, cycle) -> dict:
         cycle()
     elapsed = time.perf_counter() - start
     free1, rss1 = _memory(device)
-    counts = tgc.live_counts()
+    counts = live()
     return {
         "cycles": n,
         "seconds": round(elapsed, 2),
@@ -87,7 +73,7 @@ def _cycles(device, n, cycle) -> dict:
     }
 
 
-def test_ten_thousand_create_stream_kernel_destroy_cycles(device, granularity):
+def test_ten_thousand_create_stream_kernel_destroy_cycles(device, granularity, live, figures):
     x = torch.ones(1 << 16, device=device)
 
     def cycle():
@@ -102,16 +88,16 @@ def test_ten_thousand_create_stream_kernel_destroy_cycles(device, granularity):
         cycle.count += 1
 
     cycle.count = 0
-    figures = _cycles(device, 10_000, cycle)
-    FIGURES["create_stream_kernel_destroy"] = figures
-    counts = figures["live_counts_after"]
+    cycles = _cycles(device, 10_000, cycle, live)
+    figures["create_stream_kernel_destroy"] = cycles
+    counts = cycles["live_counts_after"]
     assert (counts["contexts"], counts["internal_contexts"], counts["streams"]) == (0, 0, 0)
     assert counts["idle_contexts"] <= _C.idle_context_limit()
-    assert abs(figures["device_mib_change"]) <= DEVICE_BAND_MIB, figures
-    assert abs(figures["host_mib_change"]) <= HOST_BAND_MIB, figures
+    assert abs(cycles["device_mib_change"]) <= DEVICE_BAND_MIB, cycles
+    assert abs(cycles["host_mib_change"]) <= HOST_BAND_MIB, cycles
 
 
-def test_thousand_three_way_split_cycles(device, granularity):
+def test_thousand_three_way_split_cycles(device, granularity, live, figures):
     g = granularity
     x = torch.ones(1 << 16, device=device)
 
@@ -123,15 +109,15 @@ def test_thousand_three_way_split_cycles(device, granularity):
                 x.add_(0)
         del contexts
 
-    figures = _cycles(device, 1000, cycle)
-    FIGURES["three_way_split"] = figures
-    counts = figures["live_counts_after"]
+    cycles = _cycles(device, 1000, cycle, live)
+    figures["three_way_split"] = cycles
+    counts = cycles["live_counts_after"]
     assert (counts["contexts"], counts["internal_contexts"], counts["streams"]) == (0, 0, 0)
-    assert abs(figures["device_mib_change"]) <= DEVICE_BAND_MIB, figures
-    assert abs(figures["host_mib_change"]) <= HOST_BAND_MIB, figures
+    assert abs(cycles["device_mib_change"]) <= DEVICE_BAND_MIB, cycles
+    assert abs(cycles["host_mib_change"]) <= HOST_BAND_MIB, cycles
 
 
-def test_sixteen_threads(device, granularity, whole):
+def test_sixteen_threads(device, granularity, whole, figures):
     g = granularity
     threads, rounds = 16, 100
     a = torch.randn(256, 256, device=device)
@@ -172,13 +158,13 @@ def test_sixteen_threads(device, granularity, whole):
     for w in workers:
         w.join(timeout=300)
     assert not any(w.is_alive() for w in workers), "a thread hung"
-    FIGURES["threads"] = {"threads": threads, "rounds_each": rounds, "rounds_done": sum(done),
+    figures["threads"] = {"threads": threads, "rounds_each": rounds, "rounds_done": sum(done),
                           "seconds": round(time.perf_counter() - start, 2), "errors": errors[:5]}
     assert errors == []
     assert sum(done) == threads * rounds
 
 
-def test_gil_released_while_a_dropped_context_waits_for_its_work(device, granularity):
+def test_gil_released_while_a_dropped_context_waits_for_its_work(device, granularity, figures):
     ctx = GreenContext(num_sms=granularity)
     stream = ctx.Stream()
     with torch.cuda.stream(stream):
@@ -192,7 +178,7 @@ def test_gil_released_while_a_dropped_context_waits_for_its_work(device, granula
     while dropper.is_alive():
         spins += 1
     waited = time.perf_counter() - start
-    FIGURES["gil"] = {"drop_waited_s": round(waited, 3), "main_thread_iterations": spins}
+    figures["gil"] = {"drop_waited_s": round(waited, 3), "main_thread_iterations": spins}
     assert waited > 0.1, "the drop did not wait for the queued work"
     assert spins > 10_000, "the main thread could not run while the drop waited"
 
@@ -202,7 +188,7 @@ def _run_python(code: str, timeout: int = 120) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout)
 
 
-def test_interpreter_exit_with_live_and_idle_contexts(device):
+def test_interpreter_exit_with_live_and_idle_contexts(device, figures):
     result = _run_python(f"""
         import torch
         from torch_green_contexts import GreenContext, SMPartition
@@ -220,13 +206,13 @@ def test_interpreter_exit_with_live_and_idle_contexts(device):
                 y = x @ x                     # still queued at exit
         print("exiting")
     """)
-    FIGURES["exit"] = {"returncode": result.returncode, "stderr": result.stderr[-500:]}
+    figures["exit"] = {"returncode": result.returncode, "stderr": result.stderr[-500:]}
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "exiting"
     assert result.stderr == ""
 
 
-def test_fork_after_cuda_init_gives_the_child_a_clear_error(device):
+def test_fork_after_cuda_init_gives_the_child_a_clear_error(device, figures):
     result = _run_python(f"""
         import gc, os, torch
         from torch_green_contexts import GreenContext
@@ -248,7 +234,7 @@ def test_fork_after_cuda_init_gives_the_child_a_clear_error(device):
         print("child exit", os.waitstatus_to_exitcode(status))
         print("parent still works", GreenContext(num_sms=8).sm_count)
     """, timeout=60)
-    FIGURES["fork"] = {"stdout": result.stdout[-500:], "stderr": result.stderr[-500:]}
+    figures["fork"] = {"stdout": result.stdout[-500:], "stderr": result.stderr[-500:]}
     assert result.returncode == 0, result.stderr
     assert "child exit 0" in result.stdout, result.stdout
     assert "parent still works 8" in result.stdout
@@ -258,7 +244,7 @@ def _probe_into(stream, ids):
     _C.launch_sm_probe(stream.cuda_stream, ids.data_ptr(), ids.numel(), _THREADS, _SPIN_NS)
 
 
-def test_graph_captured_on_a_partition_replays_there(device, granularity, whole):
+def test_graph_captured_on_a_partition_replays_there(device, granularity, whole, figures):
     small, rest = GreenContext.split(num_sms=(2 * granularity, 0), backfill=(False, True))
     stream = small.Stream()
     partition_sms = set(observed_sm_ids(stream))
@@ -286,8 +272,8 @@ def test_graph_captured_on_a_partition_replays_there(device, granularity, whole)
         assert -1 not in seen
         results[where] = sorted(seen)
         torch.testing.assert_close(y, x @ w, rtol=1e-3, atol=1e-3)
-    FIGURES["graph_replay_sms"] = {k: len(v) for k, v in results.items()}
-    FIGURES["graph_partition_sms"] = len(partition_sms)
+    figures["graph_replay_sms"] = {k: len(v) for k, v in results.items()}
+    figures["graph_partition_sms"] = len(partition_sms)
     assert set(results["partition stream"]) <= partition_sms
     assert set(results["plain stream"]) <= partition_sms  # the kernel nodes keep their context
 
@@ -346,7 +332,7 @@ def test_set_context_inside_a_capture_is_refused(device, granularity):
     gemm_check(stream)
 
 
-def test_what_a_device_synchronize_waits_for(device, granularity):
+def test_what_a_device_synchronize_waits_for(device, granularity, figures):
     """Records whether torch.cuda.synchronize() waits for work on a green-context stream (the
     README tells users to synchronize such streams themselves); the stream's own synchronize
     must wait."""
@@ -355,6 +341,6 @@ def test_what_a_device_synchronize_waits_for(device, granularity):
     with torch.cuda.stream(stream):
         torch.cuda._sleep(400_000_000)  # a few hundred milliseconds
     torch.cuda.synchronize(device)
-    FIGURES["device_synchronize_waits_for_green_streams"] = bool(stream.query())
+    figures["device_synchronize_waits_for_green_streams"] = bool(stream.query())
     stream.synchronize()
     assert stream.query()

@@ -9,6 +9,8 @@ import torch
 import torch_green_contexts as tgc
 from torch_green_contexts import sizing
 
+from .conftest import warm_up
+
 
 def gemm_step(device, n=1024):
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
@@ -33,6 +35,7 @@ def test_available_counts_are_exact_splits(device, whole):
 def test_measure_times_every_count_and_the_plain_streams(device, whole, granularity):
     counts = [granularity, 4 * granularity, whole.sm_count]
     before = tgc._C.current_context()
+    warm_up(device)  # the timings compared below are taken at working clocks
     result = sizing.measure(gemm_step(device), load=gemm_step(device, 4096), device_id=device, counts=counts,
                             rounds=2, samples=6, warmup=1)
     assert tgc._C.current_context() == before  # no green context left current
@@ -62,6 +65,7 @@ def test_measure_times_every_count_and_the_plain_streams(device, whole, granular
 def test_graph_replays_run_on_each_partition(device, whole, granularity):
     """With graph=True the step is captured once per partition: its replays on the smallest
     partition are slower than on the whole device, as the eager step's are."""
+    warm_up(device)  # the timings compared below are taken at working clocks
     result = sizing.measure(gemm_step(device, 2048), device_id=device, counts=[granularity, whole.sm_count],
                             rounds=2, samples=5, graph=True)
     assert result.settings["graph"] is True
@@ -72,6 +76,7 @@ def test_graph_replays_run_on_each_partition(device, whole, granularity):
 
 def test_a_step_that_cannot_be_captured_is_a_clear_error(device, granularity):
     x = torch.ones(8, device=device)
+    stream = torch.cuda.current_stream(device)
 
     def syncs():
         return (x * 2).sum().item()  # a host synchronisation: not capturable
@@ -84,13 +89,13 @@ def test_a_step_that_cannot_be_captured_is_a_clear_error(device, granularity):
     torch.cuda.synchronize(device)
     assert (x + 1).sum().item() == 16
     # PyTorch's own state is restored too: the current stream, and random numbers on the GPU.
-    assert torch.cuda.current_stream(device) == torch.cuda.default_stream(device)
+    assert torch.cuda.current_stream(device) == stream
     assert torch.randn(4, device=device).isfinite().all()
 
 
-def test_measure_frees_what_it_made(device, granularity):
+def test_measure_frees_what_it_made(device, granularity, live):
     sizing.measure(gemm_step(device), device_id=device, counts=[granularity], rounds=1, samples=2)
-    counts = tgc.live_counts()
+    counts = live()
     assert (counts["contexts"], counts["internal_contexts"]) == (0, 0), counts
 
 
@@ -129,7 +134,7 @@ def test_measure_releases_the_gil_while_waiting(device, granularity):
     assert ticks > 100_000, ticks
 
 
-def test_measure_errors_leave_the_gpu_usable(device, whole):
+def test_measure_errors_leave_the_gpu_usable(device, whole, live):
     with pytest.raises(ValueError, match="allowed counts"):
         sizing.measure(gemm_step(device), device_id=device, counts=[whole.sm_count + 1])
     with pytest.raises(RuntimeError, match="device_id"):
@@ -141,6 +146,6 @@ def test_measure_errors_leave_the_gpu_usable(device, whole):
     with pytest.raises(KeyError, match="the step failed"):
         sizing.measure(failing, device_id=device, counts=[whole.coscheduled_sm_count], rounds=1, samples=1)
     gc.collect()  # the traceback held the failed run's frames
-    assert tgc.live_counts()["contexts"] == 0
+    assert live()["contexts"] == 0
     x = torch.ones(4, device=device)
     assert (x + 1).sum().item() == 8

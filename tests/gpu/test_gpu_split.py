@@ -6,7 +6,6 @@ import itertools
 import pytest
 import torch
 
-import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, SMPartition, observed_sm_ids
 
 from .conftest import gemm_check
@@ -106,22 +105,22 @@ def test_split_whole_device_in_one_group(whole):
     assert groups[0].sm_count == whole.sm_count and remainder is None
 
 
-def test_partitions_keep_parents_alive(whole, granularity):
+def test_partitions_keep_parents_alive(whole, granularity, live):
     ctx = GreenContext(num_sms=4 * granularity)
     groups, _ = ctx.sm_partition.split(num_sms=(granularity, granularity))
     del ctx
     gc.collect()
-    assert tgc.live_counts()["contexts"] == 1
+    assert live()["contexts"] == 1
     contexts = [GreenContext(sm_partition=g) for g in groups]
     check_disjoint_contexts(contexts, [granularity, granularity])
 
 
-def test_internal_contexts_released(whole):
+def test_internal_contexts_released(whole, live):
     groups, remainder = whole.split(num_sms=(16, 24, 32))
-    assert tgc.live_counts()["internal_contexts"] >= 1
+    assert live()["internal_contexts"] >= 1
     del groups, remainder
     gc.collect()
-    assert tgc.live_counts()["internal_contexts"] == 0
+    assert live()["internal_contexts"] == 0
 
 
 @pytest.mark.parametrize(
