@@ -36,7 +36,7 @@ log="$OUT/gpu.log"
 run() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; return "${PIPESTATUS[0]}"; }
 run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 run python3 -c 'import torch; print("torch", torch.__version__)'
-MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
+TORCH_GREEN_CONTEXTS_BENCHMARKS=1 MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
   || { echo "BUILD FAILED" | tee -a "$log"; tail -40 "$OUT/build.log"; exit 1; }
 echo "build ok" | tee -a "$log"
 if [ "$tests" = 1 ]; then

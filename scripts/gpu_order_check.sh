@@ -4,20 +4,26 @@
 # (default 2), then the suite once more with its files in reverse order. Each run's output goes
 # to LOGDIR/<run>.log (default gpu-logs/order), its pytest summary line to LOGDIR/summary.log;
 # a table of every run follows. Exits 1 if any run failed, errored or printed no summary.
-#   bash scripts/gpu_order_check.sh [--rounds N] [LOGDIR]
+#   bash scripts/gpu_order_check.sh [--rounds N] [--first N] [--no-reverse] [LOGDIR]
+# --first N numbers the rounds from N (a check split over several calls); --no-reverse skips the
+# reversed suite.
 # Nothing is installed: build the package first (e.g. bash scripts/gpu_check.sh --no-tests).
 set -euo pipefail
-rounds=2 logs=
+rounds=2 first=1 reverse=1 logs=
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --rounds) [ $# -ge 2 ] || { echo "--rounds needs a number" >&2; exit 2; }; rounds=$2; shift ;;
+    --first) [ $# -ge 2 ] || { echo "--first needs a number" >&2; exit 2; }; first=$2; shift ;;
+    --no-reverse) reverse=0 ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *) logs=$1 ;;
   esac
   shift
 done
-case "$rounds" in ''|*[!0-9]*) echo "--rounds needs a whole number, got '$rounds'" >&2; exit 2 ;; esac
+for n in "$rounds" "$first"; do
+  case "$n" in ''|*[!0-9]*) echo "--rounds and --first need whole numbers, got '$n'" >&2; exit 2 ;; esac
+done
 if [ -n "$logs" ]; then mkdir -p "$logs" && logs=$(cd "$logs" && pwd); fi  # as given, from here
 cd "$(dirname "$0")/.."
 logs=${logs:-$PWD/gpu-logs/order}
@@ -58,14 +64,14 @@ run() {
   fi
 }
 
-for ((r = 1; r <= rounds; r++)); do
+for ((r = first; r < first + rounds; r++)); do
   run "round$r-suite" "${files[@]}"
   for file in "${files[@]}"; do
     name=${file##*/}
     run "round$r-${name%.py}" "$file"
   done
 done
-run "reversed-suite" "${reversed[@]}"
+[ "$reverse" = 0 ] || run "reversed-suite" "${reversed[@]}"
 
 echo
 printf '%-34s %7s %7s %8s %7s\n' run passed failed skipped errors | tee -a "$summary"

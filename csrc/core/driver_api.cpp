@@ -136,11 +136,10 @@ void DriverApi::require_version(const char* feature, int needed_version) const {
 
 void DriverApi::throw_unavailable(const char* feature, int needed_version) const {
   require_version(feature, needed_version);
-  throw FeatureUnavailableError(feature, needed_version, version_,
-                                "needs a driver entry point that " + library_ + " (version " +
-                                    format_driver_version(version_) +
-                                    ") does not provide, although it reports version " +
-                                    format_driver_version(needed_version) + " or newer");
+  // Not FeatureUnavailableError: the version is high enough, the library is what falls short.
+  throw std::runtime_error(std::string(feature) + " needs a driver entry point that " + library_ + " (version " +
+                           format_driver_version(version_) + ") does not provide, although it reports version " +
+                           format_driver_version(needed_version) + " or newer");
 }
 
 const char* driver_library_env() noexcept { return "TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY"; }

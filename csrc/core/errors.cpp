@@ -10,9 +10,7 @@ std::string driver_error_message(const std::string& call, abi::CUresult code,
   return call + " failed: " + name + " (" + std::to_string(code) + "): " + text;
 }
 
-std::string feature_message(const std::string& feature, int needed, int found,
-                            const std::string& reason) {
-  if (!reason.empty()) return feature + " " + reason;
+std::string feature_message(const std::string& feature, int needed, int found) {
   return feature + " needs CUDA driver " + format_driver_version(needed) +
          " or newer; the installed driver is " + format_driver_version(found);
 }
@@ -30,8 +28,8 @@ DriverError::DriverError(const std::string& call, abi::CUresult code, const std:
       name_(name) {}
 
 FeatureUnavailableError::FeatureUnavailableError(const std::string& feature, int needed_version,
-                                                 int found_version, const std::string& reason)
-    : std::runtime_error(feature_message(feature, needed_version, found_version, reason)),
+                                                 int found_version)
+    : std::runtime_error(feature_message(feature, needed_version, found_version)),
       feature_(feature),
       needed_(needed_version),
       found_(found_version) {}

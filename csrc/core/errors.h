@@ -74,13 +74,11 @@ class DriverError : public std::runtime_error {
   std::string name_;
 };
 
-// The installed driver lacks a feature (Python RuntimeError): the feature, the driver version
-// it needs and the version found. `reason`, when given, replaces the standard message's ending
-// (a driver that reports the version but lacks the entry point).
+// The installed driver is too old for a feature (Python RuntimeError): the feature, the driver
+// version it needs and the version found.
 class FeatureUnavailableError : public std::runtime_error {
  public:
-  FeatureUnavailableError(const std::string& feature, int needed_version, int found_version,
-                          const std::string& reason = "");
+  FeatureUnavailableError(const std::string& feature, int needed_version, int found_version);
   const std::string& feature() const noexcept { return feature_; }
   int needed_version() const noexcept { return needed_; }
   int found_version() const noexcept { return found_; }

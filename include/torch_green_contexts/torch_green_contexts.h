@@ -8,14 +8,16 @@
 //   tgc::SplitResult parts = tgc::split(whole, {tgc::group(16), tgc::group(0, 0, true)});
 //   auto contexts = tgc::GreenContext::create_all(0, {&parts.groups[0], &parts.groups[1]}, {});
 //
-// Errors are exceptions: tgc::ValueError and tgc::TypeError (std::invalid_argument) for bad
-// requests, tgc::DriverError (naming the driver call, CUresult name and text) and
-// tgc::FeatureUnavailableError (the feature, the driver version it needs and the one found),
-// both std::runtime_error. Objects are held by std::shared_ptr: a partition keeps the context
+// Errors are exceptions, one type per condition: tgc::ValueError and tgc::TypeError
+// (std::invalid_argument) for bad requests, tgc::SplitError (a ValueError: the SMs cannot give a
+// group; the group, the count and the nearest counts), tgc::RangeError (a device or count the
+// machine lacks), tgc::DriverUnavailableError (no usable driver), tgc::DriverError (naming the
+// driver call, CUresult name and text) and tgc::FeatureUnavailableError (the feature, the driver
+// version it needs and the one found), all std::runtime_error but the first three. Objects are held by std::shared_ptr: a partition keeps the context
 // it came from alive, a context keeps its streams.
 #pragma once
 
-#include "core/context_recycler.h"
+#include "core/idle_contexts.h"
 #include "core/current_context.h"
 #include "core/device.h"
 #include "core/driver_info.h"

@@ -1,5 +1,7 @@
 // Unions of split pieces (SmPartition::combine): one context on exactly their SMs, the rules
 // as ValueErrors, and idle contexts reused only for the same pieces.
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -99,4 +101,26 @@ TEST_F(Unions, AnIdleContextIsReusedOnlyForTheSamePieces) {
   auto again = GreenContext::create(0, &same_both, std::nullopt);
   EXPECT_EQ(again->handle(), first) << "the same SMs again get the idle context";
   EXPECT_EQ(sim().calls("cuGreenCtxCreate"), creates + 1);
+}
+
+TEST_F(Unions, AUnionKeepsEveryPiecesContextsAlive) {
+  for (SplitPath path : paths_here()) {
+    auto parent = GreenContext::create(0, nullptr, std::nullopt);
+    SmPartition of_parent = GreenContext::sm_partition(parent);
+    EXPECT_EQ(of_parent.keep_alive().size(), 1u) << "a context's partition keeps that context";
+    SplitResult r = split(of_parent, {group(16), group(16), group(0, 0, true)}, path);
+    ASSERT_EQ(r.groups.size(), 3u);
+    const std::size_t first = r.groups[0].keep_alive().size();
+    const std::size_t second = r.groups[1].keep_alive().size();
+    EXPECT_GE(first, 1u);
+    std::optional<SmPartition> both(SmPartition::combine({&r.groups[0], &r.groups[1]}));
+    EXPECT_EQ(both->keep_alive().size(), first + second) << "every piece's keep-alive";
+    std::weak_ptr<GreenContext> watched = parent;
+    parent.reset();
+    of_parent = SmPartition::from_device(0);
+    r = SplitResult();
+    EXPECT_FALSE(watched.expired()) << "the union alone keeps the parent context";
+    both.reset();
+    EXPECT_TRUE(watched.expired());
+  }
 }
