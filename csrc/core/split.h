@@ -32,7 +32,7 @@ enum class SplitPath { kAuto, kNative, kEmulated };
 
 // Splits `input` into groups as `requests` ask, in order. ValueError for requests that break
 // the documented rules or that the hardware cannot give exactly (naming the nearest counts it
-// can give on the emulated path); DriverError when the driver refuses.
+// can give); DriverError when the driver refuses for another reason.
 SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
                   SplitPath path = SplitPath::kAuto);
 

@@ -52,9 +52,9 @@ bool splits(const SmPartition& input, const std::vector<GroupRequest>& requests)
 
 // After the driver refused `requests`: the SplitError naming the first group it refuses (found
 // by splitting the groups up to each one alone), its count and the nearest counts it gives that
-// group after the groups before it (for a discovery group, that none fits). Nothing when no other
-// count of that group splits either: then what the driver refuses is not the count, and its own
-// error stands.
+// group after the groups before it (for a discovery group, that none fits; for a group that splits
+// alone, none). Nothing when that group does not split even alone: then what the driver refuses is
+// not the count, and its own error stands.
 std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupRequest> requests) {
   std::size_t culprit = requests.size() - 1;
   for (std::size_t k = 1; k < requests.size(); ++k) {
@@ -93,7 +93,16 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
       break;
     }
   }
-  if (nearest.empty()) return std::nullopt;
+  if (nearest.empty()) {
+    // No count of this group fits after the groups before it; if it splits alone, they used
+    // up what the GPU's layout gives, which is the count's fault and not the request's kind.
+    group.sm_count = asked;
+    if (culprit == 0 || !splits(input, {group})) return std::nullopt;
+    return split_error(culprit, asked,
+                       "cannot be given from the " + std::to_string(available) +
+                           " SMs the groups before it leave; the GPU's layout limits how many aligned groups it holds",
+                       {});
+  }
   return split_error(culprit, asked,
                      "cannot be given exactly: on driver " + format_driver_version(driver().version()) +
                          " SMs split in units of " + std::to_string(step) +

@@ -60,6 +60,20 @@ TEST_F(NativeSplit, DiscoveryRemainderAndDriverRules) {
   });
   EXPECT_THROWS_THAT(split(whole, {group(120), group(0)}, SplitPath::kEmulated), SplitError,
                      [](const SplitError& e) { EXPECT_EQ(e.group(), std::optional<std::size_t>(1)); });
+  // Sixteen groups of 8: the layout holds fifteen, and no other count of the sixteenth fits after
+  // them, yet it splits alone: the count is what is refused, on both paths.
+  std::vector<GroupRequest> sixteen(16, group(8));
+  for (SplitPath path : {SplitPath::kNative, SplitPath::kEmulated}) {
+    EXPECT_THROWS_THAT(split(whole, sixteen, path), SplitError, [](const SplitError& e) {
+      EXPECT_EQ(e.sm_count(), 8u);
+      EXPECT_TRUE(e.nearest_counts().empty());
+    });
+  }
+  EXPECT_THROWS_THAT(split(whole, sixteen), SplitError, [](const SplitError& e) {
+    EXPECT_CONTAINS(e.what(), "group 15: num_sms=8 cannot be given from the 12 SMs the groups before it leave");
+    EXPECT_CONTAINS(e.what(), "nearest counts it can give: none");
+    EXPECT_EQ(e.group(), std::optional<std::size_t>(15));
+  });
 }
 
 TEST_F(NativeSplit, LocalityDomains) {
