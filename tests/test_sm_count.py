@@ -47,7 +47,7 @@ def test_a_driver_hiding_the_query_says_so():
         try:
             tgc._C.stream_sm_count(ctx._native.stream(0)[0], 0)
         except RuntimeError as error:
-            print(type(error).__name__, "cuStreamGetGreenCtx) needs a driver entry point" in str(error))
+            print(type(error).__name__, "needs cuStreamGetGreenCtx, a driver entry point" in str(error))
         """,
         13000, TGC_SIM_HIDE="cuStreamGetGreenCtx",
     )

@@ -170,10 +170,10 @@ def test_the_shared_int_and_number_checks():
         v.as_count("n", True, "an int or None")
     with pytest.raises(ValueError, match=r"^n must be 2 or more, got 1$"):
         v.as_int_at_least("n", 1, 2)
-    assert v.as_setting_count("n", 4) == 4
-    for bad in (0, True, 1.5, "4"):
-        with pytest.raises(ValueError, match=r"^n must be an int of 1 or more, got "):
-            v.as_setting_count("n", bad)
+    assert v.as_int_at_least("n", 4, 1) == 4
+    for bad in (True, 1.5, "4"):
+        with pytest.raises(TypeError, match=r"^n must be an int"):
+            v.as_int_at_least("n", bad, 1)
     assert v.as_bool("flag", False) is False
     with pytest.raises(TypeError, match="^flag must be a bool, got int$"):
         v.as_bool("flag", 1)

@@ -1,4 +1,4 @@
-"""Types of the compiled core (csrc/bindings.cpp)."""
+"""Types of the compiled core (csrc/python/)."""
 
 from typing import Any, ClassVar, Optional
 
@@ -145,11 +145,3 @@ class feature_version:
     native_split: int
     workqueues: int
     locality_domains: int
-
-class _bench:
-    @staticmethod
-    def raw_create(device: int, min_sms: int, bare: bool = False) -> tuple[int, int, int]: ...
-    @staticmethod
-    def raw_split_create(device: int, first_sms: int, concurrently: bool = False) -> tuple[int, int, int]: ...
-    @staticmethod
-    def raw_stream_create(green_ctx: int, priority: int = 0) -> tuple[int, int, int]: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ._validation import as_count
+from ._validation import as_count, as_sequence
 
 ORDERINGS = ("full", "per_role")
 ROLES = ("latency", "batch")
@@ -27,7 +27,7 @@ def check_role(role: object) -> str:
 def layout_requests(latency_sms: Any, overlapped: Any) -> tuple[list[int], list[tuple[int, int]]]:
     """The latency SM counts and the overlapped layouts' ``(latency_floor, batch_floor)`` pairs
     asked for: ints, at least one layout in all, none twice."""
-    counts = _ints("latency_sms", _sequence("latency_sms", latency_sms, "SM counts"))
+    counts = _ints("latency_sms", as_sequence("latency_sms", latency_sms, "a sequence of SM counts"))
     pairs = _floor_pairs(overlapped)
     if not counts and not pairs:
         raise ValueError("Layouts needs at least one layout: an SM count in latency_sms or a pair in overlapped")
@@ -66,16 +66,10 @@ def _ints(name: str, values: Iterable[Any]) -> list[int]:
     return [as_count(f"{name} entries", value, "ints") for value in values]
 
 
-def _sequence(name: str, value: Any, what: str) -> list[Any]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a sequence of {what}, got {type(value).__name__}")
-    return list(value)
-
-
 def _floor_pairs(overlapped: Any) -> list[tuple[int, int]]:
     pairs = []
-    for pair in _sequence("overlapped", overlapped, "(latency_floor, batch_floor) pairs"):
-        items = _sequence("overlapped entries", pair, "two SM counts")
+    for pair in as_sequence("overlapped", overlapped, "a sequence of (latency_floor, batch_floor) pairs"):
+        items = as_sequence("overlapped entries", pair, "a sequence of two SM counts")
         if len(items) != 2:
             raise ValueError(f"overlapped entries must be (latency_floor, batch_floor) pairs, got {pair!r}")
         latency_floor, batch_floor = _ints("overlapped", items)

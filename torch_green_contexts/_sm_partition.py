@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ._device import resolve_device
 from ._native import _C
@@ -50,6 +50,11 @@ class SMPartition:
         self._parent = parent
         return self
 
+    @staticmethod
+    def _natives(partitions: Iterable[SMPartition]) -> list[_C._SmPartition]:
+        """The core's partitions behind ``partitions``, for the package's calls into the core."""
+        return [part._native for part in partitions]
+
     @classmethod
     def from_device(cls, device_id: int | None = None) -> SMPartition:
         """All SMs of a device (``None``: PyTorch's current device)."""
@@ -73,7 +78,7 @@ class SMPartition:
         for part in partitions:
             if not isinstance(part, SMPartition):
                 raise TypeError(f"SMPartition.union takes SMPartition objects, got {type(part).__name__}")
-        native = _C._SmPartition.union([part._native for part in partitions])
+        native = _C._SmPartition.union(SMPartition._natives(partitions))
         return SMPartition._wrap(native, parent=partitions)
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ._native import _C
 
@@ -41,13 +41,12 @@ def as_int_at_least(name: str, value: Any, minimum: int | None) -> int:
     return number
 
 
-def as_setting_count(name: str, value: Any, minimum: int = 1) -> int:
-    """An int (bool excluded) of at least ``minimum``; one ValueError for a wrong type and for a
-    smaller value alike, as :class:`~torch_green_contexts.policy.SplitPolicy` reports its
-    counts."""
-    if not is_int(value) or operator.index(value) < minimum:
-        raise ValueError(f"{name} must be an int of {minimum} or more, got {value!r}")
-    return operator.index(value)
+def as_sequence(name: str, value: Any, what: str) -> list[Any]:
+    """The items of an iterable that is not a string, as a list; TypeError otherwise, saying
+    ``name`` must be ``what``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return list(value)
 
 
 def as_bool(name: str, value: Any) -> bool:

@@ -61,8 +61,7 @@ class PrefillDecodePolicy:
                  sample_every: int = 1, max_pending: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
-        _validation.as_number_in("tpot_slo_us", tpot_slo_us)
-        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", tpot_slo_us)
+        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", _validation.as_finite("tpot_slo_us", tpot_slo_us))
         self.headroom = _validation.as_number_in("headroom", headroom, below=1.0)
         self.slack_share = _validation.as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
         self._hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0)

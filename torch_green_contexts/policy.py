@@ -66,15 +66,13 @@ class SplitPolicy:
                  hysteresis: float = 0.05) -> None:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
-        for name, value in (("slo_us", slo_us), ("headroom", headroom), ("hysteresis", hysteresis)):
-            _validation.as_finite(name, value)
-        slo_us = _validation.as_positive_us("slo_us", slo_us)
+        slo_us = _validation.as_positive_us("slo_us", _validation.as_finite("slo_us", slo_us))
         headroom = _validation.as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
         hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")
-        half_life_steps = _validation.as_setting_count("half_life_steps", half_life_steps)
-        read_every = _validation.as_setting_count("read_every", read_every)
-        sample_every = _validation.as_setting_count("sample_every", sample_every)
-        max_pending = _validation.as_setting_count("max_pending", max_pending)
+        half_life_steps = _validation.as_int_at_least("half_life_steps", half_life_steps, 1)
+        read_every = _validation.as_int_at_least("read_every", read_every, 1)
+        sample_every = _validation.as_int_at_least("sample_every", sample_every, 1)
+        max_pending = _validation.as_int_at_least("max_pending", max_pending, 1)
         self._percentile = _sizing_result.check_percentile(percentile)
         self._ordering = _layout_args.check_ordering(ordering)
         candidates = sorted(k for k in layouts.counts if k > 0)

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-import torch
-
 from . import _device, _validation
 from ._errors import SplitError
 from ._sizing import _layout_sweep, _sweep
@@ -72,9 +70,8 @@ def available_counts(device_id: int | None = None) -> list[int]:
 def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
     if counts is None:
         return list(allowed)
-    if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
-        raise TypeError(f"counts must be a sequence of SM counts, got {type(counts).__name__}")
-    chosen = [_validation.as_int_at_least("counts entries", c, 1) for c in counts]
+    chosen = [_validation.as_int_at_least("counts entries", c, 1)
+              for c in _validation.as_sequence("counts", counts, "a sequence of SM counts")]
     if not chosen:
         raise ValueError("counts must name at least one SM count")
     wrong = sorted({c for c in chosen if c not in allowed})
@@ -164,9 +161,7 @@ def profile(
 
 
 def _check_params(params: Any) -> list[Any]:
-    if isinstance(params, (str, bytes)) or not isinstance(params, Iterable):
-        raise TypeError(f"params must be a sequence of numbers, got {type(params).__name__}")
-    chosen = list(params)
+    chosen = _validation.as_sequence("params", params, "a sequence of numbers")
     if not chosen:
         raise ValueError("params must name at least one parameter")
     for p in chosen:
@@ -219,10 +214,8 @@ def profile_layouts(
 
 
 def _check_points(points: Any) -> list[tuple[int, int]]:
-    if isinstance(points, (str, bytes)) or not isinstance(points, Iterable):
-        raise TypeError(f"points must be a sequence of (batch, context_tokens) pairs, got {type(points).__name__}")
     chosen = []
-    for point in points:
+    for point in _validation.as_sequence("points", points, "a sequence of (batch, context_tokens) pairs"):
         if isinstance(point, (str, bytes)) or not isinstance(point, Iterable) or len(tuple(point)) != 2:
             raise TypeError(f"points must be (batch, context_tokens) pairs, got {point!r}")
         batch, context = tuple(point)

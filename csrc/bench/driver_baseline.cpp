@@ -68,7 +68,7 @@ Made make_context(const DriverApi& api, abi::CUdevice device, abi::CUdevResource
                   bool bare = false) {
   abi::CUdevResourceDesc desc = nullptr;
   api.call<entry::cuDevResourceGenerateDesc>(&desc, &sm, 1);
-  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  api.require<entry::cuGreenCtxCreate>("green contexts", feature_version::kGreenContexts);
   abi::CUgreenCtx green_ctx = nullptr;
   api.call<entry::cuGreenCtxCreate>(&green_ctx, desc, device, abi::CU_GREEN_CTX_DEFAULT_STREAM);
   Made made;
@@ -156,8 +156,7 @@ Timing raw_split_create(int device, unsigned first_sms, bool concurrently) {
 Timing raw_stream_create(std::uintptr_t green_ctx, int priority) {
   const DriverApi& api = driver();
   Timing timing;
-  api.require(api.cuGreenCtxStreamCreate, "green-context streams",
-                            feature_version::kGreenContextStreams);
+  api.require<entry::cuGreenCtxStreamCreate>("green-context streams", feature_version::kGreenContextStreams);
   abi::CUstream handle = nullptr;
   Clock::time_point start = Clock::now();
   api.call<entry::cuGreenCtxStreamCreate>(&handle, reinterpret_cast<abi::CUgreenCtx>(green_ctx),

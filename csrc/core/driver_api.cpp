@@ -134,10 +134,13 @@ void DriverApi::require_version(const char* feature, int needed_version) const {
   if (version_ < needed_version) throw FeatureUnavailableError(feature, needed_version, version_);
 }
 
-void DriverApi::throw_unavailable(const char* feature, int needed_version) const {
+void DriverApi::throw_unavailable(const char* feature, int needed_version, const char* entry_point) const {
   require_version(feature, needed_version);
   // Not FeatureUnavailableError: the version is high enough, the library is what falls short.
-  throw std::runtime_error(std::string(feature) + " needs a driver entry point that " + library_ + " (version " +
+  const std::string what = std::string(feature) == entry_point
+                               ? std::string(entry_point) + " is"
+                               : std::string(feature) + " needs " + entry_point + ",";
+  throw std::runtime_error(what + " a driver entry point that " + library_ + " (version " +
                            format_driver_version(version_) + ") does not provide, although it reports version " +
                            format_driver_version(needed_version) + " or newer");
 }

@@ -94,7 +94,7 @@ class DriverApi {
   template <typename Entry, typename... Args>
   abi::CUresult result_of(Args... args) const {
     auto entry_point = this->*Entry::kMember;
-    if (entry_point == nullptr) throw_unavailable(Entry::kName, Entry::kSince);
+    if (entry_point == nullptr) throw_unavailable(Entry::kName, Entry::kSince, Entry::kName);
     return entry_point(args...);
   }
   // The same call for cleanup (destructors): a warning naming it when it fails, nothing when the
@@ -116,10 +116,13 @@ class DriverApi {
 
   // Throws FeatureUnavailableError unless the driver is at least `needed_version`.
   void require_version(const char* feature, int needed_version) const;
-  // Throws FeatureUnavailableError naming `feature` unless `entry_point` was resolved.
-  template <typename Fn>
-  void require(Fn entry_point, const char* feature, int needed_version) const {
-    if (entry_point == nullptr || version_ < needed_version) throw_unavailable(feature, needed_version);
+  // Throws FeatureUnavailableError naming `feature` unless the driver is at least
+  // `needed_version`, and a RuntimeError naming `feature` and `Entry` if it lacks that entry point.
+  template <typename Entry>
+  void require(const char* feature, int needed_version) const {
+    if (this->*Entry::kMember == nullptr || version_ < needed_version) {
+      throw_unavailable(feature, needed_version, Entry::kName);
+    }
   }
 
   // The table of the process, loaded on first use. Throws DriverUnavailableError if no usable
@@ -130,7 +133,7 @@ class DriverApi {
   DriverApi() = default;
   void load();
   [[noreturn]] void throw_driver_error(abi::CUresult result, const char* call) const;
-  [[noreturn]] void throw_unavailable(const char* feature, int needed_version) const;
+  [[noreturn]] void throw_unavailable(const char* feature, int needed_version, const char* entry_point) const;
 
   int version_ = 0;
   std::string library_;

@@ -119,7 +119,7 @@ GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
                                              const std::optional<WorkqueueConfig>& workqueue,
                                              ContextKind kind) {
   const DriverApi& api = driver();
-  api.require(api.cuGreenCtxCreate, "green contexts", feature_version::kGreenContexts);
+  api.require<entry::cuGreenCtxCreate>("green contexts", feature_version::kGreenContexts);
   check_idle_limit_env();
   if (workqueue) api.require_version("workqueue configuration", feature_version::kWorkqueues);
   Prepared out;
@@ -173,6 +173,9 @@ int GreenContext::device_of(const Request& request, const std::function<int()>& 
 }
 
 std::shared_ptr<GreenContext> GreenContext::create(int device, const Request& request) {
+  if (request.sm != nullptr && request.num_sms) {
+    throw ValueError("num_sms and sm_partition are mutually exclusive: give one of them");
+  }
   if (request.sm != nullptr) check_partition_device(*request.sm, device);
   if (!request.num_sms) return create(device, request.sm, request.workqueue);
   const SmPartition at_least = partition_with_at_least(device, *request.num_sms);

@@ -104,7 +104,7 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
   // The driver's own rules (one split, one co-scheduling alignment) are checked now, where the
   // pieces are named, rather than when a context is made.
   const DriverApi& api = driver();
-  api.require(api.cuDevResourceGenerateDesc, "green contexts", feature_version::kGreenContexts);
+  api.require<entry::cuDevResourceGenerateDesc>("green contexts", feature_version::kGreenContexts);
   abi::CUdevResourceDesc desc = nullptr;
   const abi::CUresult result = api.result_of<entry::cuDevResourceGenerateDesc>(
       &desc, out.resources_.data(), static_cast<unsigned>(out.resources_.size()));
@@ -123,7 +123,7 @@ SmPartition SmPartition::combine(const std::vector<const SmPartition*>& parts) {
 
 SmPartition SmPartition::from_device(int ordinal) {
   const DriverApi& api = driver();
-  api.require(api.cuDeviceGetDevResource, "green contexts", feature_version::kGreenContexts);
+  api.require<entry::cuDeviceGetDevResource>("green contexts", feature_version::kGreenContexts);
   abi::CUdevice device = device_handle(ordinal);
   abi::CUdevResource resource = abi::zeroed_resource();
   api.call<entry::cuDeviceGetDevResource>(device, &resource, abi::CU_DEV_RESOURCE_TYPE_SM);

@@ -43,7 +43,7 @@ unsigned call_split_by_count(abi::CUdevResource* results, unsigned wanted,
                              const abi::CUdevResource& input, abi::CUdevResource* remainder,
                              unsigned flags, unsigned min_count) {
   const DriverApi& api = driver();
-  api.require(api.cuDevSmResourceSplitByCount, "green contexts", feature_version::kGreenContexts);
+  api.require<entry::cuDevSmResourceSplitByCount>("green contexts", feature_version::kGreenContexts);
   unsigned groups = wanted;
   const abi::CUresult result =
       api.result_of<entry::cuDevSmResourceSplitByCount>(results, &groups, &input, remainder, flags, min_count);

@@ -52,9 +52,9 @@ bool splits(const SmPartition& input, const std::vector<GroupRequest>& requests)
 
 // After the driver refused `requests`: the SplitError naming the first group it refuses (found
 // by splitting the groups up to each one alone), its count and the nearest counts it gives that
-// group after the groups before it (for a discovery group, that none fits; for a group that splits
-// alone, none). Nothing when that group does not split even alone: then what the driver refuses is
-// not the count, and its own error stands.
+// group after the groups before it (for a discovery group, that none fits). Nothing when no count
+// of that group splits and it does not split alone either (or is the first group): then what the
+// driver refuses is not the count, and its own error stands.
 std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupRequest> requests) {
   std::size_t culprit = requests.size() - 1;
   for (std::size_t k = 1; k < requests.size(); ++k) {
@@ -67,7 +67,10 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
   requests.resize(culprit + 1);
   GroupRequest& group = requests.back();
   const unsigned asked = group.sm_count;
+  // A group the driver refuses alone as well is refused for what it asks, not for its count.
+  const auto splits_alone = [&] { return culprit > 0 && splits(input, {group}); };
   if (asked == 0) {
+    if (!splits_alone()) return std::nullopt;
     return SplitError(group_label(culprit) + ": discovery (num_sms=0) found no group the driver could give in what the "
                           "groups before it left",
                       culprit, 0, {});
@@ -94,10 +97,10 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
     }
   }
   if (nearest.empty()) {
-    // No count of this group fits after the groups before it; if it splits alone, they used
-    // up what the GPU's layout gives, which is the count's fault and not the request's kind.
+    // It splits alone, but no count of it after the groups before it: they used up what the
+    // GPU's layout gives.
     group.sm_count = asked;
-    if (culprit == 0 || !splits(input, {group})) return std::nullopt;
+    if (!splits_alone()) return std::nullopt;
     return split_error(culprit, asked,
                        "cannot be given from the " + std::to_string(available) +
                            " SMs the groups before it leave; the GPU's layout limits how many aligned groups it holds",
@@ -114,7 +117,7 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
 
 SplitResult split_native(const SmPartition& input, const std::vector<GroupRequest>& requests) {
   const DriverApi& api = driver();
-  api.require(api.cuDevSmResourceSplit, "SMPartition.split (cuDevSmResourceSplit)", feature_version::kNativeSplit);
+  api.require<entry::cuDevSmResourceSplit>("SMPartition.split", feature_version::kNativeSplit);
   std::vector<abi::CUdevResource> results;
   abi::CUdevResource remainder = abi::zeroed_resource();
   const abi::CUresult result = call_split(input, requests, &results, &remainder);

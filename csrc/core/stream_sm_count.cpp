@@ -82,8 +82,7 @@ unsigned stream_sm_count(abi::CUstream stream, int ordinal) {
   const DriverApi& api = driver();
   // Before 12.4 there are no green contexts: every stream has the whole device.
   if (api.version() < feature_version::kGreenContexts) return whole_device(ordinal);
-  api.require(api.cuStreamGetGreenCtx, "the SM count of a stream (cuStreamGetGreenCtx)",
-                                   feature_version::kGreenContexts);
+  api.require<entry::cuStreamGetGreenCtx>("the SM count of a stream", feature_version::kGreenContexts);
   if (is_default_stream(stream)) {
     // The driver answers for the current context; with none current there is nothing to ask.
     abi::CUcontext current = nullptr;

@@ -32,5 +32,5 @@ PYBIND11_MODULE(_bench, m) {
       [as_tuple](std::uintptr_t green_ctx, int priority) {
         return as_tuple(tgc::bench::raw_stream_create(green_ctx, priority));
       },
-      py::arg("green_ctx"), py::arg("priority") = 0);
+      py::arg("green_ctx"), py::arg("priority") = 0, py::call_guard<py::gil_scoped_release>());
 }

@@ -70,11 +70,21 @@ void bind_partitions(py::module_& m) {
 
   m.def(
       "partition_with_at_least",
-      [](int device, long long min_sms) { return wrap_partition(partition_with_at_least(device, min_sms)); },
+      [](int device, long long min_sms) {
+        std::optional<SmPartition> made;
+        {
+          py::gil_scoped_release release;
+          made.emplace(partition_with_at_least(device, min_sms));
+        }
+        return wrap_partition(std::move(*made));
+      },
       py::arg("device"), py::arg("min_sms"));
   m.def(
       "groups_that_fit",
-      [](int device, unsigned min_sms) { return groups_that_fit(SmPartition::from_device(device), min_sms); },
+      [](int device, unsigned min_sms) {
+        py::gil_scoped_release release;
+        return groups_that_fit(SmPartition::from_device(device), min_sms);
+      },
       py::arg("device"), py::arg("min_sms"));
   m.def("native_split_available", [] { return native_split_available_path() == SplitPath::kNative; });
 }

@@ -189,3 +189,23 @@ TEST_F(Contexts, CreateSplitGoesFromRequestsToDisjointContexts) {
   }
   EXPECT_EQ(live_counts().contexts + live_counts().internal_contexts, 0u);
 }
+
+TEST_F(Contexts, ARequestNamesAPartitionOrACountAndItsDevice) {
+  const auto current = [] { return 0; };
+  GreenContext::Request by_count;
+  by_count.num_sms = 10;
+  EXPECT_EQ(GreenContext::device_of(by_count, current), 0);
+  EXPECT_EQ(GreenContext::create(0, by_count)->sm_count(), 16u) << "at least 10 SMs: the driver's next unit";
+  SmPartition part = partition_with_at_least(0, 24);
+  GreenContext::Request by_partition;
+  by_partition.sm = &part;
+  by_partition.device = 0;
+  EXPECT_EQ(GreenContext::device_of(by_partition, current), 0);
+  EXPECT_EQ(GreenContext::create(0, by_partition)->sm_count(), 24u);
+  GreenContext::Request both = by_partition;
+  both.num_sms = 8;
+  EXPECT_THROWS_WITH(GreenContext::create(0, both), ValueError, "num_sms and sm_partition are mutually exclusive");
+  GreenContext::Request elsewhere;
+  elsewhere.device = 5;
+  EXPECT_THROW(GreenContext::device_of(elsewhere, current), RangeError);
+}

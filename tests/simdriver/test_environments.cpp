@@ -31,7 +31,7 @@ TEST(MissingEntryPoints, ADriverLackingWhatItsVersionClaimsIsNamedAndWorkedAroun
   EXPECT_THROWS_THAT(split(whole, {group(16)}, SplitPath::kNative), std::runtime_error, [](const std::runtime_error& e) {
     EXPECT_EQ(dynamic_cast<const FeatureUnavailableError*>(&e), nullptr)
         << "the version is high enough: " << e.what();
-    EXPECT_CONTAINS(e.what(), "SMPartition.split (cuDevSmResourceSplit) needs a driver entry point that");
+    EXPECT_CONTAINS(e.what(), "SMPartition.split needs cuDevSmResourceSplit, a driver entry point that");
     EXPECT_CONTAINS(e.what(), "does not provide, although it reports version 13.1 or newer");
   });
   EXPECT_EQ(split(whole, {group(16)}).groups.at(0).sm_count(), 16u);
@@ -43,7 +43,7 @@ TEST(MissingEntryPoints, ADriverLackingWhatItsVersionClaimsIsNamedAndWorkedAroun
   EXPECT_THROW(bench::raw_stream_create(reinterpret_cast<std::uintptr_t>(ctx->handle()), 0), std::runtime_error);
   // No cuStreamGetGreenCtx: the SM count of a stream cannot be known, and says so.
   EXPECT_THROWS_WITH(stream_sm_count(ctx->stream(0), 0), std::runtime_error,
-                     "cuStreamGetGreenCtx) needs a driver entry point");
+                     "the SM count of a stream needs cuStreamGetGreenCtx, a driver entry point");
   ctx.reset();
   EXPECT_EQ(sim().live("stream"), 0);
   EXPECT_EQ(sim().live("green_ctx"), 0);

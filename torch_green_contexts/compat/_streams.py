@@ -19,5 +19,5 @@ def _stream_of(native: _C._GreenContext) -> torch.cuda.Stream:
 def streams_on(device: int, partitions: Sequence[SMPartition]) -> list[torch.cuda.Stream]:
     """One new green context per partition, made together (idle contexts of the same SMs are
     taken first), and a stream of each. Either every context is made or none is kept."""
-    natives = _C._GreenContext.create_all(device, [p._native for p in partitions], None, None)
+    natives = _C._GreenContext.create_all(device, SMPartition._natives(partitions), None, None)
     return [_stream_of(native) for native in natives]

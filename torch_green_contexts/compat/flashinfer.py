@@ -23,7 +23,6 @@ error FlashInfer's callers look for. Beyond FlashInfer's:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -127,7 +126,7 @@ def split_resource_by_sm_count(
     partition = _partition_of("resource", resource)
     if resource.device_id != device:
         raise ValueError(f"resource belongs to device {resource.device_id}, not to cu_dev (device {device})")
-    counts = [_validation.as_int_at_least("sm_counts entries", c, 0) for c in _sequence("sm_counts", sm_counts)]
+    counts = [_validation.as_int_at_least("sm_counts entries", c, 0) for c in _validation.as_sequence("sm_counts", sm_counts, "a list")]
     if not counts:
         return [], resource
     minimum, alignment = _sm_counts.device_constraint(device)
@@ -150,7 +149,7 @@ def create_green_ctx_streams(cu_dev: CUdevice, resources: list[CUdevResource]) -
     """
     device = _device_of(cu_dev)
     partitions = []
-    for i, resource in enumerate(_sequence("resources", resources)):
+    for i, resource in enumerate(_validation.as_sequence("resources", resources, "a list")):
         partition = _partition_of(f"resources[{i}]", resource, allow_empty=True)
         if resource.device_id != device:
             raise ValueError(f"resources[{i}] belongs to device {resource.device_id}, not to cu_dev (device {device})")
@@ -203,7 +202,7 @@ def split_device_green_ctx_by_sm_count(
     """
     cu_dev = get_cudevice(dev)
     resource = get_device_resource(cu_dev)
-    counts = _sequence("sm_counts", sm_counts)
+    counts = _validation.as_sequence("sm_counts", sm_counts, "a list")
     for count in counts:
         if _validation.as_count("sm_counts entries", count) <= 0:
             raise ValueError(f"SM count must be positive, got {count}")
@@ -214,12 +213,6 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
-
-
-def _sequence(name: str, value: Any) -> list[Any]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
-    return list(value)
 
 
 def _device_of(cu_dev: Any) -> int:

@@ -25,7 +25,7 @@ from .. import _device, _layout_build, _validation
 from .._errors import SplitError
 from .._native import _C
 from .._sm_partition import SMPartition
-from . import _sm_counts, _streams
+from . import _streams
 
 __all__ = [
     "create_asymmetric_overlapped_greenctx_stream_by_value", "create_greenctx_stream_by_value",
@@ -116,7 +116,7 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
     try:
         layout = _layout_build.make_overlapped(decode_floor, prefill_floor, step, device,
                                                _validation.highest_priority())
-    except ValueError as error:
+    except SplitError as error:
         raise RuntimeError(f"device {device} cannot be split into floors of {prefill_floor} and "
                            f"{decode_floor} SMs and a shared rest: {error}") from error
     counts = (layout.batch_sm_count, layout.sm_count, layout.batch_floor, layout.latency_floor,
