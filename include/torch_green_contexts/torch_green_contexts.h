@@ -13,8 +13,9 @@
 // group; the group, the count and the nearest counts), tgc::RangeError (a device or count the
 // machine lacks), tgc::DriverUnavailableError (no usable driver), tgc::DriverError (naming the
 // driver call, CUresult name and text) and tgc::FeatureUnavailableError (the feature, the driver
-// version it needs and the one found), all std::runtime_error but the first three. Objects are held by std::shared_ptr: a partition keeps the context
-// it came from alive, a context keeps its streams.
+// version it needs and the one found), all std::runtime_error but the first three. Objects are
+// held by std::shared_ptr: a partition keeps the context it came from alive, a context keeps its
+// streams.
 #pragma once
 
 #include "core/idle_contexts.h"
