@@ -1,7 +1,7 @@
 """The prefill/decode example's model (examples/pd/model.py) on the CPU: a tiny float32 model
 of the same structure, through the SDPA attention path. Prefill in chunks, decode steps over
 the slot cache and mixed passes must give what one full prefill gives. (The flash path is
-compared with this one on the GPU, by model.check_attention.)"""
+compared with this one on the GPU, by attention_check.check_attention.)"""
 
 from __future__ import annotations
 

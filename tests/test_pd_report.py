@@ -4,6 +4,8 @@ comparisons with their ties, the tables and the plots."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from examples.pd import cli
@@ -30,6 +32,24 @@ def test_defaults_quick_and_workloads():
     assert (long.min_prompt, long.max_prompt, long.max_output) == (4096, 16384, 64)
     assert cli.parse(["--overlapped", "16/64,32/32"]).overlapped == ((16, 64), (32, 32))
     assert cli.settings_dict(cli.parse(["--overlapped", "16/64"]))["overlapped"] == [[16, 64]]
+
+
+def test_a_resumed_sweep_needs_the_same_settings_and_drops_the_runs_of_rerun_schedulers(tmp_path):
+    from examples.pd.__main__ import load_resume
+
+    runs = [entry(Config("chunked", "budget 1024", 1024, "fcfs"), 1, 2.0, {"attainment": 1.0}),
+            entry(Config("streams", "", None, "fcfs"), 1, 2.0, {"attainment": 1.0})]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"settings": cli.settings_dict(cli.parse(["--quick"])), "runs": runs}))
+    kept = load_resume(cli.parse(["--quick", "--resume", str(path), "--time-budget-s", "60"]))
+    assert [r["scheduler"] for r in kept["runs"]] == ["chunked", "streams"]
+    again = cli.parse(["--quick", "--resume", str(path), "--rerun", "a"])  # "a": chunked's alias
+    assert again.rerun == ("chunked",)
+    assert [r["scheduler"] for r in load_resume(again)["runs"]] == ["streams"]
+    with pytest.raises(SystemExit, match="settings differ in layers"):
+        load_resume(cli.parse(["--quick", "--layers", "8", "--resume", str(path)]))
+    with pytest.raises(SystemExit):
+        cli.parse(["--rerun", "everything"])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -16,7 +16,7 @@ step:
   chunked         chunked prefill as vLLM and SGLang run it by default: each iteration is one
                   forward pass over every decoding request's token and prompt chunks up to a token
                   budget (--budgets; the best per metric is reported). Decode-only iterations
-                  replay CUDA graphs; mixed iterations run eagerly.
+                  replay the decode graphs, mixed ones a graph per token bucket.
   streams         decode (graphed, highest priority) and prefill on two plain streams.
   static          one disjoint split, never switched; candidates from both SLOs and neighbours.
   static-overlap  one overlapped layout (each side a floor of SMs, the rest shared), never switched.
@@ -52,7 +52,7 @@ from .workload import describe
 
 GB = 1e9
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
-SAME_SETTINGS_EXCEPT = ("resume", "time_budget_s", "out", "quiet", "profile", "layout_profile", "rates")
+SAME_SETTINGS_EXCEPT = ("resume", "rerun", "time_budget_s", "out", "quiet", "profile", "layout_profile", "rates")
 
 
 class Progress:
@@ -82,7 +82,8 @@ def slots_for(s: cli.Settings, free: int, shape: ModelShape) -> int:
 
 
 def load_resume(s: cli.Settings) -> dict[str, Any]:
-    """The earlier results file of --resume (checked to have the same settings), or {}."""
+    """The earlier results file of --resume (checked to have the same settings), less the runs
+    of the --rerun schedulers, or {}."""
     if not s.resume:
         return {}
     with open(s.resume) as f:
@@ -92,6 +93,7 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
+    earlier["runs"] = [r for r in earlier.get("runs", []) if r["scheduler"] not in s.rerun]
     return earlier  # type: ignore[no-any-return]
 
 
@@ -106,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch_green_contexts as tgc
     from torch_green_contexts import sizing
 
+    from .attention_check import check_attention
     from .bench import Bench, dump, lengths_of, trace_for
     from .engine import Engine
-    from .model import Model, check_attention
+    from .model import Model
 
     began, say = time.perf_counter(), Progress(s.quiet)
     slept = host_sleep_us(s.poll_us)
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         "device": {"name": props.name, "sm_count": total, "torch": torch.__version__,
                    "driver": f"{driver // 1000}.{driver % 1000 // 10}"},
         "model": {"layers": s.layers, "weights_gb": weight_bytes / GB, "kv_cache_gb": kv_bytes / GB,
-                  "slots": slots, "max_len": s.max_len, "buckets": buckets, "attention": s.attention},
+                  "slots": slots, "max_len": s.max_len, "buckets": buckets, "attention": s.attention,
+                  "chunked_mixed_iterations": "CUDA graphs per token bucket" if s.attention == "flash" else "eager"},
     }
     if s.attention == "flash":
         try:

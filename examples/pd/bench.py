@@ -187,6 +187,7 @@ class Bench:
                                 order=order, slo=self.slo)
         engine.reset()
         if config.scheduler == "chunked":
+            engine.capture_mixed(self.plain.lane, config.param)
             engine.warm_up([self.plain.lane], s.chunk, s.piece_layers)
             log = run_chunked(trace, ChunkedRunner(engine, self.plain.lane), config.param, settings, RealClock())
         else:
@@ -194,8 +195,11 @@ class Bench:
             engine.warm_up(lanes.all(), s.chunk, s.piece_layers)
             cursor = PrefillCursor(s.chunk, s.layers, s.piece_layers, order)
             log = run_overlap(trace, OverlapRunner(engine, lanes), cursor, s.prefill_depth, settings, RealClock())
+        summary = summarize(log, self.slo)
+        if config.scheduler == "chunked":
+            summary["mixed_iterations"] = dict(engine.mixed_counts)
         engine.reset()
-        return summarize(log, self.slo)
+        return summary
 
 
 def dump(results: dict[str, Any], path: str) -> None:

@@ -65,6 +65,7 @@ class Settings:
     max_rates: int
     time_budget_s: float | None
     resume: str | None
+    rerun: tuple[str, ...]
     poll_us: float
     attention: str
     profile: str | None
@@ -182,6 +183,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--time-budget-s", type=float, help="start no run that would end later than this after start-up; the "
         "results say what is left, and --resume continues (default: no limit)")
     add("--resume", help="an earlier results.json: its runs with the same settings are reused, not repeated (default: none)")
+    add("--rerun", type=_list(_scheduler, "schedulers"), default=(), help="schedulers whose runs in the --resume file "
+        "are dropped and made again, after a change to how they run (default: none)")
     add("--poll-us", type=float, default=50.0, help="how long the host sleeps between looks at a step in "
         "flight, microseconds; 0 spins (default 50)")
     add("--attention", choices=("flash", "sdpa"), default="flash", help="decode attention (default flash)")
@@ -225,7 +228,7 @@ def parse(argv: Sequence[str] | None = None, doc: str | None = None) -> Settings
         values["max_slots"] = 32 if a.max_slots is None else a.max_slots
     if values["piece_layers"] is None:
         values["piece_layers"] = max(1, values["layers"] // 8)
-    for name in ("schedulers", "admission", "seeds", "overlapped"):
+    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun"):
         values[name] = tuple(dict.fromkeys(values[name]))
     settings = Settings(**values)
     error = check(settings)

@@ -1,6 +1,7 @@
 """The GPU side of the engine: decode steps replayed from CUDA graphs (one per lane and batch
-bucket) over static inputs updated in place, prefill pieces and chunked-prefill iterations
-launched eagerly, and the start-up measurements. A lane (lanes.py) is a latency stream for
+bucket) over static inputs updated in place, chunked prefill's mixed iterations replayed from
+graphs per token bucket (mixed.py; eagerly with SDPA attention), prefill pieces launched
+eagerly, and the start-up measurements. A lane (lanes.py) is a latency stream for
 decode and a batch stream for prefill. Uses the package's public API only
 (``sizing.graphed`` here).
 """
@@ -17,6 +18,8 @@ import torch
 from torch_green_contexts import sizing
 
 from .estimates import Costs
+from .events import EventPending, Lane
+from .mixed import MixedGraphs
 from .model import Model, Part, Rows
 from .planning import ChunkedPlan, Piece, bucket_for
 
@@ -26,51 +29,6 @@ class RealClock:
 
     now = staticmethod(time.perf_counter)
     sleep = staticmethod(time.sleep)
-
-
-def _event() -> torch.cuda.Event:
-    return torch.cuda.Event()  # type: ignore[no-untyped-call]
-
-
-class EventPending:
-    """Work queued before ``event``; ``done`` queries it without waiting."""
-
-    def __init__(self, stream: torch.cuda.Stream) -> None:
-        self.event = _event()
-        self.event.record(stream)
-
-    def done(self) -> bool:
-        return bool(self.event.query())
-
-
-class EventMarker(EventPending):
-    """A prefill's end as a plain event: queried by the host, waited for by a stream."""
-
-    def ready(self) -> bool:
-        return self.done()
-
-    def wait(self, stream: torch.cuda.Stream) -> None:
-        stream.wait_event(self.event)
-
-
-class HandoffMarker:
-    """A prefill's end as a ``Layouts.handoff()``."""
-
-    def __init__(self, handoff: Any) -> None:
-        self.handoff = handoff
-
-    def ready(self) -> bool:
-        return bool(self.handoff.ready())
-
-    def wait(self, stream: torch.cuda.Stream) -> None:
-        self.handoff.wait(stream)
-
-
-@dataclasses.dataclass(frozen=True)
-class Lane:
-    key: str
-    latency: torch.cuda.Stream
-    batch: torch.cuda.Stream
 
 
 @dataclasses.dataclass
@@ -88,7 +46,8 @@ class _Job:
 
 
 class Engine:
-    """The model, decode graphs per (lane, bucket) over static inputs, and prefill jobs."""
+    """The model, decode graphs per (lane, bucket) over static inputs, graphs of mixed passes
+(flash attention only) and prefill jobs."""
 
     def __init__(self, model: Model, buckets: Sequence[int]) -> None:
         self.model, self.buckets = model, list(buckets)
@@ -100,6 +59,9 @@ class Engine:
         self.graphs: dict[tuple[str, int], Callable[[], None]] = {}
         self._jobs: dict[int, _Job] = {}
         self._load: _Job | None = None
+        # Sequences of a mixed pass: every slot's decode row, every slot's prompt part, the padding.
+        self.mixed = MixedGraphs(model, 2 * model.slots + 1) if model.attention == "flash" else None
+        self.mixed_counts = {"graphed": 0, "eager": 0}  # chunked prefill's mixed iterations since reset()
         self._set_rows([], top)
         self.meta.copy_(self.meta_host)
         torch.cuda.synchronize(device)
@@ -123,15 +85,25 @@ class Engine:
         for bucket in self.buckets:
             self.graphs[(lane.key, bucket)] = sizing.graphed(functools.partial(self.decode_body, bucket), lane.latency)
 
+    def capture_mixed(self, lane: Lane, budget: int) -> None:
+        """Graphs of chunked prefill's mixed iterations of up to ``budget`` tokens on ``lane``
+        (once per budget; nothing with SDPA attention)."""
+        if self.mixed is not None:
+            self.mixed.capture(lane, budget)
+
     def drop_graphs(self) -> None:
         torch.cuda.synchronize(self.model.device)
         self.graphs.clear()
+        if self.mixed is not None:
+            self.mixed.drop()
 
     def close(self) -> None:
         """Free what used the lanes' streams while those streams exist: freeing a pinned host
         tensor records an event on every stream that copied it, which fails once the stream's
         green context is destroyed (and aborts the process when it happens at exit)."""
         self.drop_graphs()
+        if self.mixed is not None:
+            self.mixed.close()
         self._jobs.clear()
         self._load = None
         del self.meta_host, self.out_host
@@ -199,13 +171,21 @@ class Engine:
 
     def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> EventPending:
         """A chunked-prefill iteration on ``lane``'s latency stream: decode-only ones replay the
-        graph of ``bucket``; mixed ones run eagerly, decode rows and prompt chunks in one pass."""
+        graph of ``bucket``; mixed ones (decode rows and prompt chunks in one pass) replay the
+        graph of their token bucket, or run eagerly where none was captured."""
         decode = [live.decode_row() for live in plan.decode]
         if not plan.parts:
             return self.decode(lane, decode, bucket)
+        parts = [Part(p.live.request.id, p.live.slot, p.start, p.length) for p in plan.parts]
+        if self.mixed is not None:
+            replayed = self.mixed.launch(lane, decode, parts, [p.completes for p in plan.parts])
+            if replayed is not None:
+                self.mixed_counts["graphed"] += 1
+                return replayed
+        self.mixed_counts["eager"] += 1
         stream = lane.latency
         with torch.cuda.stream(stream):
-            job = self._start([Part(p.live.request.id, p.live.slot, p.start, p.length) for p in plan.parts], decode)
+            job = self._start(parts, decode)
             job.h = self.model.run_layers(job.h, job.rows, 0, self.model.shape.layers)
             pick, slots = list(range(len(decode))), [slot for slot, _ in decode]
             for (first, length, _, _), p in zip(job.rows.parts, plan.parts):
@@ -272,6 +252,7 @@ class Engine:
     def reset(self) -> None:
         torch.cuda.synchronize(self.model.device)
         self._jobs.clear()
+        self.mixed_counts = dict.fromkeys(self.mixed_counts, 0)
 
     def measure_costs(self, lane: Lane, decode_batch: int, context: int, prompt: int, chunk: int,
                       repeats: int = 5) -> Costs:

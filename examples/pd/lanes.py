@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 import torch
 
-from .engine import Engine, EventMarker, EventPending, HandoffMarker, Lane
+from .engine import Engine
+from .events import EventMarker, EventPending, HandoffMarker, Lane
 from .loops import Marker, StepState
 from .planning import ChunkedPlan, Piece
 

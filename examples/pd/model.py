@@ -12,7 +12,7 @@ themselves). Linear layers see all rows at once; attention runs per part. Attent
 ``flash`` (``aten._flash_attention_forward``: variable-length decode over the slot cache, reading
 each request's own length, CUDA-graph capturable; causal prefill aligned to the bottom right)
 or ``sdpa`` (``scaled_dot_product_attention`` over a padded gather with a length mask, a
-fallback that reads every slot in full). :func:`check_attention` compares the two.
+fallback that reads every slot in full); ``attention_check.py`` compares the two.
 
 The module runs on any device with ``attention="sdpa"`` (the CPU tests use it); ``flash``
 needs a CUDA GPU.
@@ -69,11 +69,44 @@ def prefill_attention(kind: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     return out[0].transpose(0, 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Varlen:
+    """Every row of a pass in one attention call: sequence ``i`` is rows ``cu_q[i]:cu_q[i+1]``
+    over the cache rows ``cu_k[i]:cu_k[i] + used[i]`` of the flattened slot cache (its earlier
+    tokens, then its own), causal with the mask aligned to the bottom right, so that a decode
+    row (one query) sees its whole slot. ``cu_q``, ``cu_k`` and ``used`` are int32 device
+    tensors whose values a CUDA graph reads when replayed; ``max_q`` bounds a sequence's rows."""
+
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    used: torch.Tensor
+    max_q: int
+
+
+def varlen_attention(kind: str, q: torch.Tensor, k_slots: torch.Tensor, v_slots: torch.Tensor,
+                     varlen: Varlen) -> torch.Tensor:
+    """Attention of all rows ``q`` [T, heads, dim] as :class:`Varlen` describes them."""
+    max_len, kv_heads, dim = k_slots.shape[1:]
+    k, v = k_slots.view(-1, kv_heads, dim), v_slots.view(-1, kv_heads, dim)
+    if kind == "flash":
+        out = torch.ops.aten._flash_attention_forward(q, k, v, varlen.cu_q, varlen.cu_k, varlen.max_q, max_len,
+                                                      0.0, True, False, scale=None, seqused_k=varlen.used)
+        return out[0]
+    cu_q, cu_k, used = varlen.cu_q.tolist(), varlen.cu_k.tolist(), varlen.used.tolist()
+    out = torch.zeros_like(q)
+    for i, n in enumerate(used):
+        if cu_q[i + 1] > cu_q[i]:
+            out[cu_q[i]:cu_q[i + 1]] = prefill_attention(kind, q[cu_q[i]:cu_q[i + 1]], k[cu_k[i]:cu_k[i] + n],
+                                                          v[cu_k[i]:cu_k[i] + n])
+    return out
+
+
 @dataclasses.dataclass
 class Rows:
     """The token rows of one forward pass: ``n_decode`` decode rows, then prefill ``parts``
     (first row, length, slot, start position). Per row: ``positions`` and ``write_index`` (the
-    row of the flattened cache its K/V goes to), and the rotary ``cos``/``sin``."""
+    row of the flattened cache its K/V goes to), and the rotary ``cos``/``sin``. With ``varlen``
+    one attention call serves every row and ``n_decode`` and ``parts`` are not read."""
 
     positions: torch.Tensor
     write_index: torch.Tensor
@@ -85,10 +118,12 @@ class Rows:
     cu_q: torch.Tensor
     cu_k: torch.Tensor
     parts: tuple[tuple[int, int, int, int], ...]
+    varlen: Varlen | None = None
 
     def tensors(self) -> list[torch.Tensor]:
+        extra = [self.varlen.cu_q, self.varlen.cu_k, self.varlen.used] if self.varlen is not None else []
         return [self.positions, self.write_index, self.cos, self.sin, self.decode_slot, self.decode_len,
-                self.cu_q, self.cu_k]
+                self.cu_q, self.cu_k, *extra]
 
 
 class Part(NamedTuple):
@@ -215,6 +250,15 @@ class Model:
         k_slots, v_slots = self.kv[i, 0], self.kv[i, 1]
         k_slots.view(-1, s.kv_heads, s.head_dim).index_copy_(0, rows.write_index, k)
         v_slots.view(-1, s.kv_heads, s.head_dim).index_copy_(0, rows.write_index, v.view(n, s.kv_heads, s.head_dim))
+        a = self._attention(q, k_slots, v_slots, rows)
+        h = h + F.linear(a.reshape(n, s.heads * s.head_dim), w.o)
+        x = F.rms_norm(h, (s.hidden,), w.mlp_norm, s.eps)
+        gate, up = F.linear(x, w.gate_up).chunk(2, dim=-1)
+        return h + F.linear(F.silu(gate) * up, w.down)
+
+    def _attention(self, q: torch.Tensor, k_slots: torch.Tensor, v_slots: torch.Tensor, rows: Rows) -> torch.Tensor:
+        if rows.varlen is not None:
+            return varlen_attention(self.attention, q, k_slots, v_slots, rows.varlen)
         outs = []
         if rows.n_decode:
             outs.append(decode_attention(self.attention, q[:rows.n_decode], k_slots, v_slots, rows.decode_slot,
@@ -223,44 +267,10 @@ class Model:
             seen = start + length
             outs.append(prefill_attention(self.attention, q[first:first + length], k_slots[slot, :seen],
                                           v_slots[slot, :seen]))
-        a = outs[0] if len(outs) == 1 else torch.cat(outs)
-        h = h + F.linear(a.reshape(n, s.heads * s.head_dim), w.o)
-        x = F.rms_norm(h, (s.hidden,), w.mlp_norm, s.eps)
-        gate, up = F.linear(x, w.gate_up).chunk(2, dim=-1)
-        return h + F.linear(F.silu(gate) * up, w.down)
+        return outs[0] if len(outs) == 1 else torch.cat(outs)
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
-
-
-def check_attention(device: torch.device | str, atol: float = 2e-2) -> dict[str, float]:
-    """Flash against SDPA on a small case of the model's head layout (32 query and 8 KV heads
-    of 128, bf16): decode rows over unsorted slots of different lengths plus padded rows on a
-    scratch slot, and prefill parts with and without earlier tokens. Returns the largest
-    absolute difference of each; raises RuntimeError when one exceeds ``atol``."""
-    g = torch.Generator(device=device).manual_seed(1)
-    heads, kv_heads, dim, slots, max_len = 32, 8, 128, 6, 96
-
-    def randn(*size: int) -> torch.Tensor:
-        return torch.randn(*size, generator=g, device=device, dtype=torch.bfloat16)
-
-    k_slots, v_slots = randn(slots, max_len, kv_heads, dim), randn(slots, max_len, kv_heads, dim)
-    slot = torch.tensor([3, 0, 4, 1, 5, 5], device=device)
-    length = torch.tensor([17, 96, 1, 60, 1, 1], device=device, dtype=torch.int32)
-    q = randn(len(slot), heads, dim)
-    cu_q = torch.arange(len(slot) + 1, device=device, dtype=torch.int32)
-    cu_k = torch.cat([slot * max_len, slot.new_zeros(1)]).to(torch.int32)
-    diffs = {"decode": (decode_attention("flash", q, k_slots, v_slots, slot, length, cu_q, cu_k)
-                        - decode_attention("sdpa", q, k_slots, v_slots, slot, length, cu_q, cu_k)).abs().max().item()}
-    for name, start, t in (("prefill", 0, 40), ("prefill after earlier tokens", 30, 25), ("prefill of one token", 50, 1)):
-        q = randn(t, heads, dim)
-        k, v = k_slots[2, :start + t], v_slots[2, :start + t]
-        diffs[name] = (prefill_attention("flash", q, k, v) - prefill_attention("sdpa", q, k, v)).abs().max().item()
-    bad = {name: d for name, d in diffs.items() if not d <= atol}
-    if bad:
-        raise RuntimeError(f"flash attention differs from SDPA by more than {atol}: {bad}; "
-                           "run with --attention sdpa to use the fallback")
-    return diffs
