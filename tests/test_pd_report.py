@@ -41,7 +41,7 @@ def test_a_resumed_sweep_needs_the_same_settings_and_drops_the_runs_of_rerun_sch
             entry(Config("streams", "", None, "fcfs"), 1, 2.0, {"attainment": 1.0})]
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"settings": cli.settings_dict(cli.parse(["--quick"])), "runs": runs}))
-    kept = load_resume(cli.parse(["--quick", "--resume", str(path), "--time-budget-s", "60"]))
+    kept = load_resume(cli.parse(["--quick", "--resume", str(path), "--time-budget-s", "60", "--schedulers", "a,f"]))
     assert [r["scheduler"] for r in kept["runs"]] == ["chunked", "streams"]
     again = cli.parse(["--quick", "--resume", str(path), "--rerun", "a"])  # "a": chunked's alias
     assert again.rerun == ("chunked",)

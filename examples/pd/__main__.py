@@ -52,7 +52,9 @@ from .workload import describe
 
 GB = 1e9
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
-SAME_SETTINGS_EXCEPT = ("resume", "rerun", "time_budget_s", "out", "quiet", "profile", "layout_profile", "rates")
+# Settings a resumed sweep may change: none changes what a run measures (a run is one scheduler's).
+SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
+                        "rates")
 
 
 class Progress:
