@@ -26,10 +26,14 @@ def packed(decode, parts, completes, tokens):
     return Inputs.split(pack(decode, parts, completes, tokens, SEQS, MAX_LEN, SCRATCH, SHAPE.vocab), tokens, SEQS)
 
 
-def test_token_buckets_are_powers_of_two_up_to_the_budget_within_a_slot():
-    assert token_buckets(512, 4608) == [64, 128, 256, 512]
-    assert token_buckets(300, 4608) == [64, 128, 256, 300]
-    assert token_buckets(2048, 1500) == [64, 128, 256, 512, 1024]
+def test_token_buckets_grow_by_at_most_15_percent_up_to_the_budget_within_a_slot():
+    assert token_buckets(512, 4608) == [64, 128, 192, 256, 320, 384, 448, 512]
+    full = token_buckets(2048, 4608)
+    assert full[:8] == [64, 128, 192, 256, 320, 384, 448, 512] and full[-1] == 2048
+    assert all(b % 64 == 0 and (b - a == 64 or b <= a * 1.15) for a, b in zip(full[:-1], full[1:-1]))
+    assert all(b <= a * 1.15 for a, b in zip(full, full[1:]) if a >= 448)
+    assert token_buckets(300, 4608) == [64, 128, 192, 256, 300]
+    assert token_buckets(2048, 1500)[-1] <= 1500 < token_buckets(2048, 4608)[len(token_buckets(2048, 1500))]
     assert token_buckets(48, 4608) == [48]
 
 

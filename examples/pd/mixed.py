@@ -22,15 +22,19 @@ from torch_green_contexts import sizing
 from .events import EventPending, Lane
 from .model import Model, Part, Rows, Varlen, prompt_tokens
 
-SMALLEST_BUCKET = 64
+BUCKET_STEP = 64  # tokens
+BUCKET_RATIO = 1.15
 
 
-def token_buckets(budget: int, max_len: int, smallest: int = SMALLEST_BUCKET) -> list[int]:
-    """Token counts to capture a mixed pass for under ``budget``: the powers of two from
-    ``smallest`` below it and the budget itself, none above ``max_len`` (the padding rows are
-    one sequence of the scratch slot)."""
-    sizes = {budget} | {1 << k for k in range(budget.bit_length()) if smallest <= 1 << k < budget}
-    return sorted(t for t in sizes if t <= max_len)
+def token_buckets(budget: int, max_len: int, step: int = BUCKET_STEP, ratio: float = BUCKET_RATIO) -> list[int]:
+    """Token counts to capture a mixed pass for under ``budget``: multiples of ``step`` from
+    ``step``, each at most ``ratio`` times the one before (or ``step`` more), and the budget;
+    none above ``max_len`` (the padding rows are one sequence of the scratch slot). A pass is
+    padded to the next one: by less than 64 tokens up to 448, by at most 15% above."""
+    sizes = [min(step, budget)]
+    while sizes[-1] < budget:
+        sizes.append(min(budget, max(sizes[-1] + step, int(sizes[-1] * ratio) // step * step)))
+    return [t for t in sizes if t <= max_len]
 
 
 class Inputs(NamedTuple):
