@@ -1,7 +1,8 @@
 """Chunked prefill's graphed mixed iterations (examples/pd/mixed.py) on the CPU: the static
-inputs a pass is packed into, and the pass over them (one variable-length attention call over
-every row, through the SDPA path) against the eager mixed pass of model.py. The graphs
-themselves, with flash attention, are compared on the GPU (tests/gpu/test_gpu_pd.py)."""
+inputs a pass is packed into, and the pass over them (decode rows padded to one per slot, the
+prompt rows in one variable-length attention call, through the SDPA path) against the eager
+mixed pass of model.py. The graphs themselves, with flash attention, are compared on the GPU
+(tests/gpu/test_gpu_pd.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from examples.pd.planning import ModelShape
 
 SHAPE = ModelShape(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, intermediate=96, vocab=101)
 MAX_LEN, SLOTS = 48, 4
-SEQS = 2 * SLOTS + 1
 SCRATCH = SLOTS
 
 
@@ -23,7 +23,7 @@ def model() -> Model:
 
 
 def packed(decode, parts, completes, tokens):
-    return Inputs.split(pack(decode, parts, completes, tokens, SEQS, MAX_LEN, SCRATCH, SHAPE.vocab), tokens, SEQS)
+    return Inputs.split(pack(decode, parts, completes, SLOTS, tokens, MAX_LEN, SCRATCH, SHAPE.vocab), SLOTS, tokens)
 
 
 def test_token_buckets_grow_by_at_most_15_percent_up_to_the_budget_within_a_slot():
@@ -38,28 +38,29 @@ def test_token_buckets_grow_by_at_most_15_percent_up_to_the_budget_within_a_slot
 
 
 def test_pack_lays_out_rows_sequences_padding_and_picks():
-    x = packed([(2, 7), (0, 3)], [Part(9, 1, 4, 3), Part(5, 3, 0, 2)], [True, False], 10)
-    assert x.is_decode.tolist() == [1, 1] + [0] * 8
-    assert x.source.tolist() == [2, 0] + [SCRATCH] * 8
-    assert x.positions.tolist() == [6, 2, 4, 5, 6, 0, 1, 0, 1, 2]  # decode rows, parts, 3 padding rows
-    assert x.write.tolist() == [2 * MAX_LEN + 6, 2, MAX_LEN + 4, MAX_LEN + 5, MAX_LEN + 6, 3 * MAX_LEN,
-                                3 * MAX_LEN + 1, SCRATCH * MAX_LEN, SCRATCH * MAX_LEN + 1, SCRATCH * MAX_LEN + 2]
-    assert x.prompt[2:5].tolist() == prompt_tokens(9, torch.tensor([4, 5, 6]), SHAPE.vocab).tolist()
-    assert x.prompt[:2].tolist() == [0, 0] and x.prompt[7:].tolist() == [0, 0, 0]
-    # Sequences: two decode rows, two parts, the padding, then empty ones to SEQS.
-    assert x.cu_q.tolist() == [0, 1, 2, 5, 7, 10, 10, 10, 10, 10]
-    assert x.cu_k.tolist() == [2 * MAX_LEN, 0, MAX_LEN, 3 * MAX_LEN, SCRATCH * MAX_LEN, 0, 0, 0, 0, 0]
-    assert x.used.tolist() == [7, 3, 7, 2, 3, 0, 0, 0, 0]
-    # Sampled: both decode rows and the part that completes its prompt; the rest go to the scratch slot.
-    assert x.pick_row.tolist() == [0, 1, 4] + [0] * 6
-    assert x.pick_slot.tolist() == [2, 0, 1] + [SCRATCH] * 6
+    x = packed([(2, 7)], [Part(9, 1, 4, 3), Part(5, 3, 0, 2)], [True, False], 8)
+    # The decode region: a row per slot, the unused ones on the scratch slot at length 1.
+    assert x.dec_slot.tolist() == [2, SCRATCH, SCRATCH, SCRATCH] and x.dec_len.tolist() == [7, 1, 1, 1]
+    # The prompt region: both parts, then 3 padding rows on the scratch slot.
+    assert x.positions.tolist() == [4, 5, 6, 0, 1, 0, 1, 2]
+    assert x.write.tolist() == [MAX_LEN + 4, MAX_LEN + 5, MAX_LEN + 6, 3 * MAX_LEN, 3 * MAX_LEN + 1,
+                                SCRATCH * MAX_LEN, SCRATCH * MAX_LEN + 1, SCRATCH * MAX_LEN + 2]
+    assert x.prompt[:3].tolist() == prompt_tokens(9, torch.tensor([4, 5, 6]), SHAPE.vocab).tolist()
+    assert x.prompt[5:].tolist() == [0, 0, 0]
+    # Its sequences: the two parts, the padding, then empty ones (SLOTS + 1 in all).
+    assert x.cu_q.tolist() == [0, 3, 5, 8, 8, 8]
+    assert x.cu_k.tolist() == [MAX_LEN, 3 * MAX_LEN, SCRATCH * MAX_LEN, 0, 0, 0]
+    assert x.used.tolist() == [7, 2, 3, 0, 0]
+    # Sampled: the decode row and the last row of the part completing its prompt (row 4 + 2).
+    assert x.pick_row.tolist() == [0, SLOTS + 2, 0, 0] and x.pick_slot.tolist() == [2, 1, SCRATCH, SCRATCH]
 
 
 def test_pack_refuses_a_pass_that_does_not_fit():
-    with pytest.raises(ValueError, match="do not fit a pass of 4 rows"):
-        pack([(0, 3)], [Part(1, 1, 0, 4)], [True], 4, SEQS, MAX_LEN, SCRATCH, SHAPE.vocab)
-    with pytest.raises(ValueError, match="and 3 sequences"):
-        pack([(0, 3), (1, 2)], [Part(1, 2, 0, 4)], [True], 16, 3, MAX_LEN, SCRATCH, SHAPE.vocab)
+    with pytest.raises(ValueError, match="do not fit a pass of 4 decode rows and 3 prompt rows"):
+        pack([(0, 3)], [Part(1, 1, 0, 4)], [True], SLOTS, 3, MAX_LEN, SCRATCH, SHAPE.vocab)
+    with pytest.raises(ValueError, match="3 decode rows and 2 parts"):
+        pack([(0, 3), (1, 2), (2, 2)], [Part(1, 3, 0, 4), Part(4, 5, 0, 1)], [True, True], SLOTS, 16, MAX_LEN,
+             SCRATCH, SHAPE.vocab)
 
 
 def eager(m: Model, decode, parts, completes):
@@ -71,11 +72,11 @@ def eager(m: Model, decode, parts, completes):
     return m.head(h[pick])
 
 
-@pytest.mark.parametrize("tokens", [13, 32])
+@pytest.mark.parametrize("tokens", [9, 13, 32])
 def test_the_packed_pass_matches_the_eager_one(tokens):
-    """Two decode rows, a prompt continuing after earlier tokens and a first chunk of another,
-    padded to ``tokens`` rows: the same K/V in every request's slot, the same sampled tokens,
-    and the padding writes only the scratch slot."""
+    """Two decode rows (padded to four) and a prompt continuing after earlier tokens and a first
+    chunk of another (padded to ``tokens`` rows): the same K/V in every request's slot, the same
+    sampled tokens, and the padding writes only the scratch slot."""
     graphed, ref = model(), model()
     for m in (graphed, ref):
         for request, slot, n in ((0, 0, 9), (1, 1, 4), (3, 3, 2)):
@@ -87,7 +88,8 @@ def test_the_packed_pass_matches_the_eager_one(tokens):
     expected = eager(ref, decode, parts, completes)
     assert sampled[:3].tolist() == expected.tolist()
     torch.testing.assert_close(graphed.kv[:, :, :SCRATCH], ref.kv[:, :, :SCRATCH], rtol=1e-5, atol=1e-5)
-    pad = tokens - 11
-    assert graphed.kv[:, :, SCRATCH, :pad].abs().sum() > 0 and graphed.kv[:, :, SCRATCH, pad:].abs().sum() == 0
+    pad = tokens - 9
+    assert graphed.kv[:, :, SCRATCH, :max(pad, 1)].abs().sum() > 0
+    assert graphed.kv[:, :, SCRATCH, max(pad, 1):].abs().sum() == 0
     assert graphed.last_token[[1, 0, 3]].tolist() == expected.tolist()  # next inputs of the rows sampled
     assert graphed.last_token[2] == 0  # a prompt not yet complete samples nothing

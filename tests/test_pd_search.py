@@ -9,7 +9,7 @@ import time
 import pytest
 
 from examples.pd.metrics import metric_goodput
-from examples.pd.search import Config, OutOfTime, Sweep, next_rate, reusable
+from examples.pd.search import Config, OutOfTime, Sweep, next_rate, reusable, with_earlier
 
 
 def fake(knees):
@@ -95,6 +95,26 @@ def test_runs_done_before_are_reused_and_the_time_budget_stops_the_sweep():
     with pytest.raises(OutOfTime, match="pd, spf, seed 1 at 2 req/s"):
         late.family([config])
     assert late.runs == []
+
+
+def test_a_sweep_stopped_early_keeps_the_earlier_runs_it_has_not_reached():
+    """A resumed sweep that makes one scheduler's runs again and runs out of time before the
+    next scheduler keeps that scheduler's earlier runs (and drops the earlier skipped marks)."""
+    a, b = Config("chunked", "budget 512", 512, "fcfs"), Config("streams", "", None, "fcfs")
+    run, _ = fake({a.name: (8.0, 4.0), b.name: (6.0, 3.0)})
+    first = Sweep(run, coarse=[2.0, 6.0, 12.0, 18.0], seeds=[1])
+    first.family([a])
+    first.family([b])
+    earlier = [r for r in first.runs if r["scheduler"] == "streams"]
+    assert any(r["skipped"] for r in earlier)
+    again = Sweep(run, coarse=[2.0, 6.0, 12.0, 18.0], seeds=[1], done=reusable(earlier))
+    again.family([a])
+    kept = with_earlier(again.runs, earlier)
+    assert kept[:len(again.runs)] == again.runs
+    assert kept[len(again.runs):] == [r for r in earlier if not r["skipped"]]
+    again.family([b])  # reaching it reuses each run once: nothing is listed twice
+    assert with_earlier(again.runs, earlier) == again.runs
+    assert [r for r in again.runs if r["scheduler"] == "streams"] == earlier
 
 
 def test_the_best_configuration_also_runs_in_the_other_admission_order():

@@ -47,12 +47,13 @@ from .estimates import capacity, expected_run_s, rates_from, run_cap
 from .metrics import METRICS, Slo
 from .planning import ModelShape, bucket_list, kv_cache_bytes, layout_counts
 from .report import comparison, plot, schedulers, table
-from .search import Config, OutOfTime, Sweep, reusable
+from .search import Config, OutOfTime, Sweep, reusable, with_earlier
 from .workload import describe
 
 GB = 1e9
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
-# Settings a resumed sweep may change: none changes what a run measures (a run is one scheduler's).
+# Settings a resumed sweep may change: none changes what a run measures. (The static candidates
+# follow the runs made so far, so a --rerun may change them.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
                         "rates")
 
@@ -188,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             return bench.run(config, seed, rate, progress=lambda n_done, n, t: say.live(
                 f"  {n_done}/{n} requests finished, {t:.0f} s"))
 
+        def all_runs() -> list[dict[str, Any]]:  # this sweep's, then an earlier one's it has not reached
+            return with_earlier(sweep.runs, earlier.get("runs", []))
+
         def on_run(record: dict[str, Any]) -> None:
+            results["runs"] = all_runs()
             summary = record["summary"]
             if summary is not None:
                 say(f"[{len(results['runs'])}] {record['scheduler']}, {record['config']}, seed {record['seed']} @ "
@@ -202,15 +207,17 @@ def main(argv: list[str] | None = None) -> int:
                       run_s=expected_run_s(trace_for(s, coarse[-1], s.seeds[0]), costs,
                                            run_cap(trace_for(s, coarse[-1], s.seeds[0]), slo)),
                       done=reusable(earlier.get("runs", [])), on_run=on_run)
-        sweep.runs = results["runs"]
-        results["chosen"] = {}
+        results["runs"] = all_runs()
+        # What a resumed sweep chose before stands until this one chooses again.
+        results["chosen"] = {k: v for k, v in earlier.get("chosen", {}).items() if k not in s.rerun}
+        results.update({k: v for k, v in earlier.items() if k.endswith("_candidates") and k[:-11] not in s.rerun})
         try:
             for name in ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy"):
                 if name not in s.schedulers:
                     continue
                 first = s.admission[0]
                 if name.startswith("static"):
-                    configs, why = bench.static_configs(name, results["runs"], first)
+                    configs, why = bench.static_configs(name, all_runs(), first)
                     results[f"{name}_candidates"] = why
                 elif name == "chunked":
                     configs = [Config(name, f"budget {b}", b, first) for b in s.budgets]
@@ -218,11 +225,13 @@ def main(argv: list[str] | None = None) -> int:
                     configs = [Config(name, "", None, first)]
                 chosen = sweep.family(configs, s.admission[1:])
                 results["chosen"][name] = [c.name for c in chosen]
+                results["runs"] = all_runs()
                 dump(results, out)
             results["incomplete"] = None
         except OutOfTime as stop:
             results["incomplete"] = f"the time budget ran out before {stop}"
             say(f"time budget reached: {results['incomplete']}; --resume {out} continues")
+        results["runs"] = all_runs()
     finally:
         bench.close()
     finish(results, s, began)

@@ -11,12 +11,12 @@ from .model import Varlen, decode_attention, prefill_attention, varlen_attention
 def check_attention(device: torch.device | str, atol: float = 2e-2) -> dict[str, float]:
     """Flash against SDPA on a small case of the model's head layout (32 query and 8 KV heads
     of 128, bf16): decode rows over unsorted slots of different lengths plus padded rows on a
-    scratch slot; prefill parts with and without earlier tokens; and decode rows, prefill parts,
-    a padding sequence and empty sequences in one variable-length call (as a graphed
-    chunked-prefill iteration makes it). Returns the largest absolute difference of each;
+    scratch slot; prefill parts with and without earlier tokens; and prompt parts (one of
+    several tiles), a padding sequence and empty sequences in one variable-length call, as a
+    graphed chunked-prefill iteration makes it. Returns the largest absolute difference of each;
     raises RuntimeError when one exceeds ``atol``."""
     g = torch.Generator(device=device).manual_seed(1)
-    heads, kv_heads, dim, slots, max_len = 32, 8, 128, 6, 96
+    heads, kv_heads, dim, slots, max_len = 32, 8, 128, 6, 320
 
     def randn(*size: int) -> torch.Tensor:
         return torch.randn(*size, generator=g, device=device, dtype=torch.bfloat16)
@@ -36,13 +36,15 @@ def check_attention(device: torch.device | str, atol: float = 2e-2) -> dict[str,
         q = randn(t, heads, dim)
         k, v = k_slots[2, :start + t], v_slots[2, :start + t]
         diffs[name] = (prefill_attention("flash", q, k, v) - prefill_attention("sdpa", q, k, v)).abs().max().item()
-    # Two decode rows (slots 3 and 0), 25 prompt tokens after 30 earlier ones (slot 2), a first
-    # chunk of 9 (slot 1), 5 padding rows on the scratch slot (5), then two empty sequences.
-    lengths, starts, used = [1, 1, 25, 9, 5, 0, 0], [3 * max_len, 0, 2 * max_len, max_len, 5 * max_len, 0, 0], [17, 96, 55, 9, 5, 0, 0]
-    varlen = Varlen(int32([sum(lengths[:i]) for i in range(len(lengths) + 1)]), int32(starts + [0]), int32(used), 25)
-    q = randn(sum(lengths), heads, dim)
-    diffs["decode and prefill in one call"] = (varlen_attention("flash", q, k_slots, v_slots, varlen)
-                                               - varlen_attention("sdpa", q, k_slots, v_slots, varlen)).abs().max().item()
+    # 25 prompt tokens after 30 earlier ones (slot 2), a first chunk of 9 (slot 1), 200 tokens
+    # after 60 (slot 3), 5 padding rows on the scratch slot (5), then two empty sequences.
+    lengths, slot_of, used = [25, 9, 200, 5, 0, 0], [2, 1, 3, 5, 0, 0], [55, 9, 260, 5, 0, 0]
+    rows = sum(lengths)
+    varlen = Varlen(int32([sum(lengths[:i]) for i in range(len(lengths) + 1)]),
+                    int32([s * max_len for s in slot_of] + [0]), int32(used), rows)
+    q = randn(rows, heads, dim)
+    diffs["prompt parts in one call"] = (varlen_attention("flash", q, k_slots, v_slots, varlen)
+                                         - varlen_attention("sdpa", q, k_slots, v_slots, varlen)).abs().max().item()
     bad = {name: d for name, d in diffs.items() if not d <= atol}
     if bad:
         raise RuntimeError(f"flash attention differs from SDPA by more than {atol}: {bad}; "

@@ -59,8 +59,7 @@ class Engine:
         self.graphs: dict[tuple[str, int], Callable[[], None]] = {}
         self._jobs: dict[int, _Job] = {}
         self._load: _Job | None = None
-        # Sequences of a mixed pass: every slot's decode row, every slot's prompt part, the padding.
-        self.mixed = MixedGraphs(model, 2 * model.slots + 1) if model.attention == "flash" else None
+        self.mixed = MixedGraphs(model) if model.attention == "flash" else None
         self.mixed_counts = {"graphed": 0, "eager": 0}  # chunked prefill's mixed iterations since reset()
         self._set_rows([], top)
         self.meta.copy_(self.meta_host)

@@ -3,11 +3,13 @@ CUDA graphs, as its decode-only iterations are: one graph per lane and token buc
 static inputs rewritten before each replay, so that a mixed iteration costs the host what a
 decode step costs it, whatever the number of layers and prompts.
 
-A pass is padded to its bucket. Every row's attention is one variable-length call
-(``model.Varlen``): each decode row and each prompt part is a sequence, the padding rows one
-more on the scratch slot, and the sequences left over are empty. Needs flash attention (the
-SDPA fallback reads the sequence bounds on the host); iterations larger than every bucket run
-eagerly.
+A pass has two regions. The decode region holds a row per KV slot (the decoding requests'
+rows, then padding rows of the scratch slot at length 1); its attention is the decode step's
+(one query per row over its slot). The prompt region holds the prompt parts padded to the
+token bucket; its attention is one causal variable-length call (``model.Varlen``) in which
+each part is a sequence, the padding rows one more on the scratch slot, and the sequences
+left over are empty. Needs flash attention (the SDPA fallback reads the sequence bounds on the
+host); iterations larger than every bucket run eagerly.
 """
 
 from __future__ import annotations
@@ -38,16 +40,17 @@ def token_buckets(budget: int, max_len: int, step: int = BUCKET_STEP, ratio: flo
 
 
 class Inputs(NamedTuple):
-    """The static inputs of a pass of ``T`` rows and ``S`` sequences, views of one int64
-    buffer (``split`` makes them): per row the prompt token, the slot whose last token a decode
-    row reads, whether it is a decode row, its position and its row of the flattened cache;
-    per sequence its first row (``S + 1`` entries), its first cache row (``S + 1``) and its
-    length in the cache; per sequence the row whose next token is sampled and the slot it goes
-    to."""
+    """The static inputs of a pass of ``D`` decode rows (one per KV slot) and ``T`` prompt rows,
+    views of one int64 buffer (``split`` makes them). Decode region: each row's slot and KV
+    length. Prompt region: each row's prompt token, position and row of the flattened cache;
+    per sequence (``D + 1``: the parts, the padding, empty ones) its first prompt row and its
+    first cache row (``D + 2`` entries each) and its length in the cache. Then per sampled row
+    (``D``: a request decodes or completes its prompt, not both) its row in the pass and its
+    slot."""
 
+    dec_slot: torch.Tensor
+    dec_len: torch.Tensor
     prompt: torch.Tensor
-    source: torch.Tensor
-    is_decode: torch.Tensor
     positions: torch.Tensor
     write: torch.Tensor
     cu_q: torch.Tensor
@@ -57,73 +60,71 @@ class Inputs(NamedTuple):
     pick_slot: torch.Tensor
 
     @staticmethod
-    def sizes(tokens: int, seqs: int) -> list[int]:
-        return [tokens] * 5 + [seqs + 1] * 2 + [seqs] * 3
+    def sizes(decode_rows: int, tokens: int) -> list[int]:
+        return [decode_rows] * 2 + [tokens] * 3 + [decode_rows + 2] * 2 + [decode_rows + 1] + [decode_rows] * 2
 
     @classmethod
-    def split(cls, flat: torch.Tensor, tokens: int, seqs: int) -> "Inputs":
-        return cls(*flat.split(cls.sizes(tokens, seqs)))
+    def split(cls, flat: torch.Tensor, decode_rows: int, tokens: int) -> "Inputs":
+        return cls(*flat.split(cls.sizes(decode_rows, tokens)))
 
 
-def pack(decode: Sequence[tuple[int, int]], parts: Sequence[Part], completes: Sequence[bool], tokens: int,
-         seqs: int, max_len: int, scratch: int, vocab: int) -> torch.Tensor:
+def pack(decode: Sequence[tuple[int, int]], parts: Sequence[Part], completes: Sequence[bool], decode_rows: int,
+         tokens: int, max_len: int, scratch: int, vocab: int) -> torch.Tensor:
     """The flat int64 inputs (:class:`Inputs`) of a pass of ``decode`` rows (slot, KV length)
-    and prompt ``parts`` padded to ``tokens`` rows and ``seqs`` sequences; a part's last row is
-    sampled when it ``completes`` its prompt, as every decode row is."""
-    rows = len(decode) + sum(p.length for p in parts)
-    pad = tokens - rows
-    if pad < 0 or pad > max_len or len(decode) + len(parts) + 1 > seqs:
-        raise ValueError(f"{len(decode)} decode rows and {len(parts)} parts of {rows - len(decode)} tokens do not fit "
-                         f"a pass of {tokens} rows and {seqs} sequences")
-    prompt: list[int] = []  # per row
-    source: list[int] = []
-    is_decode: list[int] = []
+    padded to ``decode_rows`` and prompt ``parts`` padded to ``tokens`` rows; a part's last row
+    is sampled when it ``completes`` its prompt, as every decode row is."""
+    prompt_rows = sum(p.length for p in parts)
+    pad = tokens - prompt_rows
+    if pad < 0 or pad > max_len or len(decode) + len(parts) > decode_rows:
+        raise ValueError(f"{len(decode)} decode rows and {len(parts)} parts of {prompt_rows} tokens do not fit "
+                         f"a pass of {decode_rows} decode rows and {tokens} prompt rows")
+    dec_slot = [s for s, _ in decode] + [scratch] * (decode_rows - len(decode))
+    dec_len = [n for _, n in decode] + [1] * (decode_rows - len(decode))
+    pick_row, pick_slot = list(range(len(decode))), [s for s, _ in decode]
+    prompt: list[int] = []
     positions: list[int] = []
     slots: list[int] = []
-    cu_q, cu_k, used = [0], [], []  # per sequence
-    pick_row: list[int] = []
-    pick_slot: list[int] = []
-
-    def sequence(slot: int, ids: list[int], span: list[int], length_in_cache: int, decoding: bool = False) -> None:
-        prompt.extend(ids)
-        source.extend([slot if decoding else scratch] * len(span))
-        is_decode.extend([int(decoding)] * len(span))
-        positions.extend(span)
-        slots.extend([slot] * len(span))
-        cu_q.append(cu_q[-1] + len(span))
-        cu_k.append(slot * max_len)
-        used.append(length_in_cache)
-
-    for slot, length in decode:
-        pick_row.append(cu_q[-1])
-        pick_slot.append(slot)
-        sequence(slot, [0], [length - 1], length, decoding=True)
+    cu_q, cu_k, used = [0], [], []
     for part, done in zip(parts, completes):
         if done:
-            pick_row.append(cu_q[-1] + part.length - 1)
+            pick_row.append(decode_rows + cu_q[-1] + part.length - 1)
             pick_slot.append(part.slot)
         span = torch.arange(part.start, part.start + part.length)
-        sequence(part.slot, prompt_tokens(part.request, span, vocab).tolist(), span.tolist(), part.start + part.length)
-    sequence(scratch, [0] * pad, list(range(pad)), pad)
-    empty = seqs - len(used)
+        prompt += prompt_tokens(part.request, span, vocab).tolist()
+        positions += span.tolist()
+        slots += [part.slot] * part.length
+        cu_q.append(cu_q[-1] + part.length)
+        cu_k.append(part.slot * max_len)
+        used.append(part.start + part.length)
+    prompt += [0] * pad
+    positions += list(range(pad))
+    slots += [scratch] * pad
+    cu_q.append(tokens)
+    cu_k.append(scratch * max_len)
+    used.append(pad)
+    empty = decode_rows + 1 - len(used)
     cu_q += [tokens] * empty
     cu_k += [0] * (empty + 1)
     used += [0] * empty
-    pick_row += [0] * (seqs - len(pick_row))
-    pick_slot += [scratch] * (seqs - len(pick_slot))
+    pick_row += [0] * (decode_rows - len(pick_row))
+    pick_slot += [scratch] * (decode_rows - len(pick_slot))
     write = [s * max_len + p for s, p in zip(slots, positions)]
-    return torch.tensor(prompt + source + is_decode + positions + write + cu_q + cu_k + used + pick_row + pick_slot,
+    return torch.tensor(dec_slot + dec_len + prompt + positions + write + cu_q + cu_k + used + pick_row + pick_slot,
                         dtype=torch.int64)
 
 
 def mixed_pass(m: Model, x: Inputs, tokens: int) -> torch.Tensor:
-    """One pass of ``x`` (``tokens`` rows) through ``m`` with no host work: reads each decode
-    row's last token, writes every row's K/V, samples the picked rows' next tokens into the
-    last-token entries of their slots; returns the sampled tokens (one per sequence)."""
-    token = torch.where(x.is_decode.bool(), m.last_token.index_select(0, x.source), x.prompt)
-    varlen = Varlen(x.cu_q.to(torch.int32), x.cu_k.to(torch.int32), x.used.to(torch.int32), tokens)
-    rows = Rows(x.positions, x.write, m.cos[x.positions][:, None], m.sin[x.positions][:, None], 0,
-                x.source[:0], varlen.used[:0], varlen.cu_q, varlen.cu_k, (), varlen)
+    """One pass of ``x`` (its decode rows, then ``tokens`` prompt rows) through ``m`` with no
+    host work: reads each decode row's last token, writes every row's K/V, samples the picked
+    rows' next tokens into the last-token entries of their slots; returns them (one per decode
+    row's place)."""
+    decode = m.decode_rows(x.dec_slot, x.dec_len)
+    positions = torch.cat([decode.positions, x.positions])
+    int32 = torch.int32
+    rows = Rows(positions, torch.cat([decode.write_index, x.write]), m.cos[positions][:, None],
+                m.sin[positions][:, None], decode.n_decode, decode.decode_slot, decode.decode_len, decode.cu_q,
+                decode.cu_k, (), Varlen(x.cu_q.to(int32), x.cu_k.to(int32), x.used.to(int32), tokens))
+    token = torch.cat([m.last_token.index_select(0, x.dec_slot), x.prompt])
     h = m.run_layers(m.embed(token), rows, 0, m.shape.layers)
     nxt = m.head(h.index_select(0, x.pick_row))
     m.last_token.index_copy_(0, x.pick_slot, nxt)
@@ -131,15 +132,16 @@ def mixed_pass(m: Model, x: Inputs, tokens: int) -> torch.Tensor:
 
 
 class MixedGraphs:
-    """Graphs of mixed passes per (lane, token bucket) over static inputs of ``model``, for
-    passes of at most ``seqs`` sequences (decode rows, prompt parts and the padding)."""
+    """Graphs of mixed passes per (lane, token bucket) over static inputs of ``model``: a
+    decode row per KV slot, then the bucket's prompt rows."""
 
-    def __init__(self, model: Model, seqs: int) -> None:
-        self.model, self.seqs = model, seqs
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.decode_rows = model.slots
         self._device: dict[int, torch.Tensor] = {}
         self._host: dict[int, torch.Tensor] = {}
         self._out: dict[int, torch.Tensor] = {}
-        self._out_host = torch.zeros(seqs, dtype=torch.int64, pin_memory=True)
+        self._out_host = torch.zeros(self.decode_rows, dtype=torch.int64, pin_memory=True)
         self._graphs: dict[tuple[str, int], object] = {}
         self._buckets: dict[str, list[int]] = {}
 
@@ -150,26 +152,27 @@ class MixedGraphs:
             if (lane.key, tokens) in self._graphs:
                 continue
             if tokens not in self._device:
-                size = sum(Inputs.sizes(tokens, self.seqs))
+                size = sum(Inputs.sizes(self.decode_rows, tokens))
                 self._device[tokens] = torch.zeros(size, dtype=torch.int64, device=m.device)
                 self._host[tokens] = torch.zeros(size, dtype=torch.int64, pin_memory=True)
-                self._out[tokens] = torch.zeros(self.seqs, dtype=torch.int64, device=m.device)
+                self._out[tokens] = torch.zeros(self.decode_rows, dtype=torch.int64, device=m.device)
             self._device[tokens].copy_(self._inputs([], [], [], tokens))  # padding only
             torch.cuda.synchronize(m.device)
             self._graphs[(lane.key, tokens)] = sizing.graphed(functools.partial(self.body, tokens), lane.latency)
             self._buckets[lane.key] = sorted({*self._buckets.get(lane.key, []), tokens})
 
     def bucket(self, lane: Lane, rows: int) -> int | None:
-        """The smallest bucket captured on ``lane`` that holds ``rows`` rows (None: none does)."""
+        """The smallest bucket captured on ``lane`` that holds ``rows`` prompt rows (None: none
+        does)."""
         return next((t for t in self._buckets.get(lane.key, []) if t >= rows), None)
 
     def launch(self, lane: Lane, decode: Sequence[tuple[int, int]], parts: Sequence[Part],
                completes: Sequence[bool]) -> EventPending | None:
         """Replay the pass on ``lane``'s latency stream (None, launching nothing, when no bucket
-        holds it or it has more sequences than the graphs); the sampled tokens are copied to
-        the host before the returned event."""
-        tokens = self.bucket(lane, len(decode) + sum(p.length for p in parts))
-        if tokens is None or len(decode) + len(parts) + 1 > self.seqs:
+        holds its prompt rows); the sampled tokens are copied to the host before the returned
+        event."""
+        tokens = self.bucket(lane, sum(p.length for p in parts))
+        if tokens is None:
             return None
         host = self._host[tokens]
         host.copy_(self._inputs(decode, parts, completes, tokens))
@@ -181,7 +184,7 @@ class MixedGraphs:
 
     def body(self, tokens: int) -> None:
         """The pass of the ``tokens``-row inputs on the current stream (what the graph holds)."""
-        x = Inputs.split(self._device[tokens], tokens, self.seqs)
+        x = Inputs.split(self._device[tokens], self.decode_rows, tokens)
         self._out[tokens].copy_(mixed_pass(self.model, x, tokens))
 
     def drop(self) -> None:
@@ -196,4 +199,4 @@ class MixedGraphs:
     def _inputs(self, decode: Sequence[tuple[int, int]], parts: Sequence[Part], completes: Sequence[bool],
                 tokens: int) -> torch.Tensor:
         m = self.model
-        return pack(decode, parts, completes, tokens, self.seqs, m.max_len, m.scratch_slot, m.shape.vocab)
+        return pack(decode, parts, completes, self.decode_rows, tokens, m.max_len, m.scratch_slot, m.shape.vocab)

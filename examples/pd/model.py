@@ -71,11 +71,11 @@ def prefill_attention(kind: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 @dataclasses.dataclass(frozen=True)
 class Varlen:
-    """Every row of a pass in one attention call: sequence ``i`` is rows ``cu_q[i]:cu_q[i+1]``
-    over the cache rows ``cu_k[i]:cu_k[i] + used[i]`` of the flattened slot cache (its earlier
-    tokens, then its own), causal with the mask aligned to the bottom right, so that a decode
-    row (one query) sees its whole slot. ``cu_q``, ``cu_k`` and ``used`` are int32 device
-    tensors whose values a CUDA graph reads when replayed; ``max_q`` bounds a sequence's rows."""
+    """The prompt rows of a pass (those after its decode rows) in one attention call: sequence
+    ``i`` is those rows ``cu_q[i]:cu_q[i+1]`` over the cache rows ``cu_k[i]:cu_k[i] + used[i]``
+    of the flattened slot cache (its earlier tokens, then its own), causal with the mask
+    aligned to the bottom right. ``cu_q``, ``cu_k`` and ``used`` are int32 device tensors whose
+    values a CUDA graph reads when replayed; ``max_q`` bounds a sequence's rows."""
 
     cu_q: torch.Tensor
     cu_k: torch.Tensor
@@ -85,7 +85,7 @@ class Varlen:
 
 def varlen_attention(kind: str, q: torch.Tensor, k_slots: torch.Tensor, v_slots: torch.Tensor,
                      varlen: Varlen) -> torch.Tensor:
-    """Attention of all rows ``q`` [T, heads, dim] as :class:`Varlen` describes them."""
+    """Attention of the rows ``q`` [T, heads, dim] as :class:`Varlen` describes them."""
     max_len, kv_heads, dim = k_slots.shape[1:]
     k, v = k_slots.view(-1, kv_heads, dim), v_slots.view(-1, kv_heads, dim)
     if kind == "flash":
@@ -106,7 +106,7 @@ class Rows:
     """The token rows of one forward pass: ``n_decode`` decode rows, then prefill ``parts``
     (first row, length, slot, start position). Per row: ``positions`` and ``write_index`` (the
     row of the flattened cache its K/V goes to), and the rotary ``cos``/``sin``. With ``varlen``
-    one attention call serves every row and ``n_decode`` and ``parts`` are not read."""
+    the rows after the decode rows are its sequences, and ``parts`` is empty."""
 
     positions: torch.Tensor
     write_index: torch.Tensor
@@ -257,12 +257,12 @@ class Model:
         return h + F.linear(F.silu(gate) * up, w.down)
 
     def _attention(self, q: torch.Tensor, k_slots: torch.Tensor, v_slots: torch.Tensor, rows: Rows) -> torch.Tensor:
-        if rows.varlen is not None:
-            return varlen_attention(self.attention, q, k_slots, v_slots, rows.varlen)
         outs = []
         if rows.n_decode:
             outs.append(decode_attention(self.attention, q[:rows.n_decode], k_slots, v_slots, rows.decode_slot,
                                          rows.decode_len, rows.cu_q, rows.cu_k))
+        if rows.varlen is not None:
+            outs.append(varlen_attention(self.attention, q[rows.n_decode:], k_slots, v_slots, rows.varlen))
         for first, length, slot, start in rows.parts:
             seen = start + length
             outs.append(prefill_attention(self.attention, q[first:first + length], k_slots[slot, :seen],

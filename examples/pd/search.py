@@ -207,6 +207,17 @@ def _matches(record: dict[str, Any], config: Config, seed: int) -> bool:
     return record["scheduler"] == config.scheduler and record["config"] == config.name and record["seed"] == seed
 
 
+def with_earlier(runs: list[dict[str, Any]], earlier: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``runs`` (this sweep's records), then the measured runs of an earlier, resumed sweep that
+    this one has not reached yet, so that a sweep stopped early keeps them in its results."""
+    made = {_key(r) for r in runs}
+    return runs + [r for r in earlier if not r["skipped"] and _key(r) not in made]
+
+
+def _key(record: dict[str, Any]) -> tuple[str, str, int, float]:
+    return record["scheduler"], record["config"], record["seed"], record["rate"]
+
+
 def reusable(runs: Iterable[dict[str, Any]]) -> dict[tuple[str, str, int, float], dict[str, Any]]:
     """The measured runs of an earlier results file, for :attr:`Sweep.done`."""
     return {(r["scheduler"], r["config"], r["seed"], r["rate"]): r["summary"] for r in runs if not r["skipped"]}
