@@ -112,6 +112,9 @@ def test_a_sweep_stopped_early_keeps_the_earlier_runs_it_has_not_reached():
     kept = with_earlier(again.runs, earlier)
     assert kept[:len(again.runs)] == again.runs
     assert kept[len(again.runs):] == [r for r in earlier if not r["skipped"]]
+    # A rate marked skipped now but measured before keeps its measured run.
+    skipped_now = {**earlier[0], "skipped": True, "summary": None}
+    assert not earlier[0]["skipped"] and earlier[0] in with_earlier(again.runs + [skipped_now], earlier)
     again.family([b])  # reaching it reuses each run once: nothing is listed twice
     assert with_earlier(again.runs, earlier) == again.runs
     assert [r for r in again.runs if r["scheduler"] == "streams"] == earlier

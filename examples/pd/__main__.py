@@ -51,6 +51,7 @@ from .search import Config, OutOfTime, Sweep, reusable, with_earlier
 from .workload import describe
 
 GB = 1e9
+FAMILIES = ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy")  # the order they run in
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
 # Settings a resumed sweep may change: none changes what a run measures. (The static candidates
 # follow the runs made so far, so a --rerun may change them.)
@@ -212,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         results["chosen"] = {k: v for k, v in earlier.get("chosen", {}).items() if k not in s.rerun}
         results.update({k: v for k, v in earlier.items() if k.endswith("_candidates") and k[:-11] not in s.rerun})
         try:
-            for name in ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy"):
+            for i, name in enumerate(FAMILIES):
                 if name not in s.schedulers:
                     continue
                 first = s.admission[0]
-                if name.startswith("static"):
-                    configs, why = bench.static_configs(name, all_runs(), first)
+                if name.startswith("static"):  # from the runs of the families before it, as when first run
+                    before = [r for r in all_runs() if r["scheduler"] in FAMILIES[:i]]
+                    configs, why = bench.static_configs(name, before, first)
                     results[f"{name}_candidates"] = why
                 elif name == "chunked":
                     configs = [Config(name, f"budget {b}", b, first) for b in s.budgets]

@@ -209,8 +209,8 @@ def _matches(record: dict[str, Any], config: Config, seed: int) -> bool:
 
 def with_earlier(runs: list[dict[str, Any]], earlier: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """``runs`` (this sweep's records), then the measured runs of an earlier, resumed sweep that
-    this one has not reached yet, so that a sweep stopped early keeps them in its results."""
-    made = {_key(r) for r in runs}
+    this one has not measured or reused yet, so that a sweep stopped early keeps them."""
+    made = {_key(r) for r in runs if not r["skipped"]}
     return runs + [r for r in earlier if not r["skipped"] and _key(r) not in made]
 
 
