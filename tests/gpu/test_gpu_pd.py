@@ -36,13 +36,20 @@ def close(a, b):
     assert (a - b).norm() <= 2e-2 * b.norm(), ((a - b).norm() / b.norm()).item()
 
 
-def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
+def flash_and_reference(device):
+    """A flash model with its engine (decode graphs captured on a lane) and an SDPA model of
+    the same weights: 4 slots of 256 tokens."""
     dev = torch.device("cuda", device)
     flash = Model(SHAPE, slots=4, max_len=256, device=dev, attention="flash", seed=3)
     ref = Model(SHAPE, slots=4, max_len=256, device=dev, attention="sdpa", seed=3)
     engine = Engine(flash, [1, 4])
     lane = Lane("test", torch.cuda.Stream(device), torch.cuda.Stream(device))
     engine.capture(lane)
+    return dev, flash, ref, engine, lane
+
+
+def test_prefill_pieces_and_graphed_decode_match_an_eager_sdpa_model(device):
+    dev, flash, ref, engine, lane = flash_and_reference(device)
     cursor = PrefillCursor(chunk=64, layers=SHAPE.layers, piece_layers=1)
     lives = [Live(Request(0, 0.0, 40, 8), 0), Live(Request(1, 0.0, 70, 8), 2)]
     for live in lives:
@@ -71,12 +78,7 @@ def test_graphed_mixed_iterations_match_an_eager_sdpa_model(device):
     their token buckets (one with no padding), against the same passes run eagerly through
     SDPA: the same K/V in every request's slot and the same sampled tokens (up to near ties);
     prompt rows beyond every bucket run eagerly."""
-    dev = torch.device("cuda", device)
-    flash = Model(SHAPE, slots=4, max_len=256, device=dev, attention="flash", seed=3)
-    ref = Model(SHAPE, slots=4, max_len=256, device=dev, attention="sdpa", seed=3)
-    engine = Engine(flash, [1, 4])
-    lane = Lane("test", torch.cuda.Stream(device), torch.cuda.Stream(device))
-    engine.capture(lane)
+    _, flash, ref, engine, lane = flash_and_reference(device)
     engine.capture_mixed(lane, 100)  # buckets of 64 and 100 prompt rows
     lives = [Live(Request(0, 0.0, 40, 8), 0), Live(Request(1, 0.0, 70, 8), 1), Live(Request(2, 0.0, 90, 8), 2),
              Live(Request(3, 0.0, 230, 8), 3)]
