@@ -97,7 +97,11 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
-    earlier["runs"] = [r for r in earlier.get("runs", []) if r["scheduler"] not in s.rerun]
+    runs = earlier.get("runs", [])
+    earlier["runs"] = [r for r in runs if r["scheduler"] not in s.rerun]
+    if s.rerun:
+        print(f"--rerun {','.join(s.rerun)}: {len(runs) - len(earlier['runs'])} runs of {s.resume} are made again",
+              file=sys.stderr)
     return earlier  # type: ignore[no-any-return]
 
 
