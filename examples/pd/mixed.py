@@ -9,7 +9,7 @@ rows, then padding rows of the scratch slot at length 1); its attention is the d
 token bucket; its attention is one causal variable-length call (``model.Varlen``) in which
 each part is a sequence, the padding rows one more on the scratch slot, and the sequences
 left over are empty. Needs flash attention (the SDPA fallback reads the sequence bounds on the
-host); iterations larger than every bucket run eagerly.
+host); iterations whose prompt rows exceed every bucket run eagerly.
 """
 
 from __future__ import annotations
