@@ -119,11 +119,12 @@ def mixed_pass(m: Model, x: Inputs, tokens: int) -> torch.Tensor:
     rows' next tokens into the last-token entries of their slots; returns them (one per decode
     row's place)."""
     decode = m.decode_rows(x.dec_slot, x.dec_len)
-    positions = torch.cat([decode.positions, x.positions])
     int32 = torch.int32
-    rows = Rows(positions, torch.cat([decode.write_index, x.write]), m.cos[positions][:, None],
-                m.sin[positions][:, None], decode.n_decode, decode.decode_slot, decode.decode_len, decode.cu_q,
-                decode.cu_k, (), Varlen(x.cu_q.to(int32), x.cu_k.to(int32), x.used.to(int32), tokens))
+    cos = torch.cat([decode.cos, m.cos[x.positions][:, None]])
+    sin = torch.cat([decode.sin, m.sin[x.positions][:, None]])
+    rows = Rows(torch.cat([decode.positions, x.positions]), torch.cat([decode.write_index, x.write]), cos, sin,
+                decode.n_decode, decode.decode_slot, decode.decode_len, decode.cu_q, decode.cu_k, (),
+                Varlen(x.cu_q.to(int32), x.cu_k.to(int32), x.used.to(int32), tokens))
     token = torch.cat([m.last_token.index_select(0, x.dec_slot), x.prompt])
     h = m.run_layers(m.embed(token), rows, 0, m.shape.layers)
     nxt = m.head(h.index_select(0, x.pick_row))
