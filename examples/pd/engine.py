@@ -47,7 +47,7 @@ class _Job:
 
 class Engine:
     """The model, decode graphs per (lane, bucket) over static inputs, graphs of mixed passes
-(flash attention only) and prefill jobs."""
+    (flash attention only) and prefill jobs."""
 
     def __init__(self, model: Model, buckets: Sequence[int]) -> None:
         self.model, self.buckets = model, list(buckets)
