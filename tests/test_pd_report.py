@@ -15,7 +15,7 @@ from examples.pd.search import Config, entry
 
 def test_defaults_quick_and_workloads():
     s = cli.parse([])
-    assert (s.layers, s.requests, s.arrival_s, s.max_slots, s.budgets) == (32, 300, 15.0, None, (256, 512, 2048))
+    assert (s.layers, s.requests, s.arrival_s, s.max_slots, s.budgets) == (32, 300, 15.0, None, (128, 256, 512, 1024, 2048))
     assert s.schedulers == cli.DEFAULT_SCHEDULERS and s.admission == ("fcfs", "spf") and s.seeds == (1, 2)
     assert s.rates is None and s.piece_layers == 4 and s.max_len == 4096 + 512 and s.layout_counts is None
     q = cli.parse(["--quick"])
@@ -46,6 +46,13 @@ def test_a_resumed_sweep_needs_the_same_settings_and_drops_the_runs_of_rerun_sch
     again = cli.parse(["--quick", "--resume", str(path), "--rerun", "a"])  # "a": chunked's alias
     assert again.rerun == ("chunked",)
     assert [r["scheduler"] for r in load_resume(again)["runs"]] == ["streams"]
+    # Budgets may change on resuming (a budget's runs do not depend on the others), but each
+    # must stay above the resumed engine's slot count.
+    path.write_text(json.dumps({"settings": cli.settings_dict(cli.parse(["--quick"])), "runs": runs,
+                                "model": {"slots": 100}}))
+    assert len(load_resume(cli.parse(["--quick", "--budgets", "128,1024", "--resume", str(path)]))["runs"]) == 2
+    with pytest.raises(SystemExit, match="100 slots, so --budgets must exceed 100.*got 64,100"):
+        load_resume(cli.parse(["--quick", "--budgets", "64,100,1024", "--resume", str(path)]))
     with pytest.raises(SystemExit, match="settings differ in layers"):
         load_resume(cli.parse(["--quick", "--layers", "8", "--resume", str(path)]))
     with pytest.raises(SystemExit):

@@ -130,3 +130,27 @@ def test_the_best_configuration_also_runs_in_the_other_admission_order():
     # budget 2048 is best under DistServe and improves with spf; budget 256 is best under P99 in fcfs.
     assert [c.name for c in chosen] == ["budget 2048, spf", "budget 256, fcfs"]
     assert {c[0] for c in calls} == set(knees)  # the spf variant of each metric's best ran too
+
+
+def test_when_no_configuration_passes_the_one_nearest_to_passing_at_a_shared_rate_is_refined():
+    small, large = (Config("chunked", f"budget {b}", b, "fcfs") for b in (128, 512))
+    # Neither passes the P99 SLOs at the coarse rates. At 4 req/s budget 128 is nearly there
+    # (margin 1.1); budget 512 has also run at 0.5 req/s, where its margin (1.2) beats what 128
+    # shows at 4, and its mean over its rates is lower: neither may decide.
+    figures = {small.name: {4.0: 1.1, 8.0: 4.0}, large.name: {0.5: 1.2, 4.0: 1.5, 8.0: 1.6}}
+
+    def run(config, seed, rate):
+        return {"attainment": 0.0, "p99_margin": figures[config.name][rate]}
+
+    sweep = Sweep(run, coarse=[4.0, 8.0], seeds=[1])
+    for config in (small, large):
+        for rate in figures[config.name]:
+            sweep.measure(config, 1, rate)
+    assert sweep.best([small, large], 1, "p99") == small
+    assert sweep.best([large, small], 1, "p99") == small
+    # With no rate in common, each one's lowest rate decides.
+    only_large = Sweep(run, coarse=[4.0, 8.0], seeds=[1])
+    only_large.measure(large, 1, 0.5)
+    only_large.measure(small, 1, 8.0)
+    assert only_large.best([small, large], 1, "p99") == large
+    assert sweep.best([], 1, "p99") is None

@@ -54,9 +54,10 @@ GB = 1e9
 FAMILIES = ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy")  # the order they run in
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
 # Settings a resumed sweep may change: none changes what a run measures. (The static candidates
-# follow the runs made so far, so a --rerun may change them.)
+# follow the runs made so far, so a --rerun may change them; a budget's runs are the same whatever
+# the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
-                        "rates")
+                        "rates", "budgets")
 
 
 class Progress:
@@ -97,6 +98,11 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
+    slots = earlier.get("model", {}).get("slots")
+    small = [b for b in s.budgets if slots is not None and b <= slots]
+    if "chunked" in s.schedulers and small:
+        raise SystemExit(f"--resume {s.resume}: its engine has {slots} slots, so --budgets must exceed {slots} "
+                         f"(every decoding request fits an iteration), got {','.join(map(str, small))}")
     runs = earlier.get("runs", [])
     earlier["runs"] = [r for r in runs if r["scheduler"] not in s.rerun]
     if s.rerun:

@@ -95,7 +95,7 @@ class Settings:
 # name -> (value with --quick, value without) for the options --quick changes.
 QUICK: dict[str, tuple[Any, Any]] = {
     "layers": (4, 32), "requests": (20, 300), "arrival_s": (2.0, 15.0), "load_fractions": ((0.4, 0.7), (0.3, 0.6, 0.9)),
-    "seeds": ((1,), (1, 2)), "budgets": ((1024,), (256, 512, 2048)), "buckets": ((1, 8, 16, 32), (1, 8, 16, 32, 64, 128)),
+    "seeds": ((1,), (1, 2)), "budgets": ((1024,), (128, 256, 512, 1024, 2048)), "buckets": ((1, 8, 16, 32), (1, 8, 16, 32, 64, 128)),
     "layout_counts": ((0, 16, 32, 64), None), "static_candidates": (1, 3), "profile_rounds": (1, 2),
     "profile_samples": (5, 10), "min_rates": (2, 5), "max_rates": (3, 8),
 }
@@ -147,7 +147,7 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--admission", type=_list(_order, f"orders among {', '.join(ORDERS)}"), default=ORDERS,
         help="admission orders every scheduler runs with: fcfs, spf (shortest prompt first with aging) (default both)")
     add("--aging-ms", type=float, help="a request waiting this long goes ahead under spf (default half the TTFT SLO)")
-    add("--budgets", type=_list(int, "token budgets"), help="chunked-prefill token budgets (default 256,512,2048)")
+    add("--budgets", type=_list(int, "token budgets"), help="chunked-prefill token budgets, decode rows included (default 128,256,512,1024,2048)")
     add("--ttft-slo-ms", type=float, help="TTFT SLO in ms (default: --ttft-slo-x times the longest prompt's prefill)")
     add("--tpot-slo-ms", type=float, help="TPOT SLO in ms (default: --tpot-slo-x times the reference decode step)")
     add("--ttft-slo-x", type=float, default=5.0, help="TTFT SLO over the prefill of a --max-prompt prompt alone (default 5)")

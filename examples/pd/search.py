@@ -116,16 +116,26 @@ class Sweep:
             self.measure(config, seed, rate)
 
     def best(self, configs: Sequence[Config], seed: int, metric: str) -> Config | None:
-        """The configuration with the highest goodput under ``metric`` (ties: the better mean
-        figure over its rates)."""
+        """The configuration with the highest goodput under ``metric``. Ties at a goodput above
+        0: the better mean figure over its rates. Ties at 0 (none passes anywhere): the better
+        figure at the lowest rate they all ran, the one nearest to passing where refining looks
+        next (lower rates)."""
         field, _, higher = METRICS[metric]
-        scored = []
-        for config in configs:
-            measured = self.points(config, seed)
-            if measured:
-                mean = sum(s[field] for s in measured.values()) / len(measured)
-                scored.append((metric_goodput(measured.items(), metric).rate, mean if higher else -mean, config))
-        return max(scored, key=lambda t: (t[0], t[1]))[2] if scored else None
+        measured = {c: m for c in configs if (m := self.points(c, seed))}
+        if not measured:
+            return None
+        common = set.intersection(*(set(m) for m in measured.values()))
+
+        def key(config: Config) -> tuple[float, float]:
+            points = measured[config]
+            goodput = metric_goodput(points.items(), metric).rate
+            if goodput > 0:
+                figure = sum(s[field] for s in points.values()) / len(points)
+            else:
+                figure = points[min(common) if common else min(points)][field]
+            return goodput, figure if higher else -figure
+
+        return max(measured, key=key)
 
     def near_knees(self, config: Config, seed: int, metrics: Sequence[str]) -> list[float]:
         """The ``min_rates`` rates measured for ``config`` on ``seed`` nearest (by ratio) to its
