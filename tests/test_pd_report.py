@@ -4,12 +4,13 @@ comparisons with their ties, the tables and the plots."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
 from examples.pd import cli
-from examples.pd.report import comparison, plot, schedulers, table
+from examples.pd.report import comparison, plot, refined, schedulers, table
 from examples.pd.search import Config, entry
 
 
@@ -133,6 +134,32 @@ def test_goodput_per_scheduler_metric_and_seed():
     assert pd["distserve"]["seeds"]["1"]["rates"] == 3  # the skipped rate is not a rate measured
 
 
+def test_the_configuration_refined_for_a_metric_is_reported_when_it_ran_on_every_seed():
+    # Budget 256 was refined for P99 (its knee bracketed closely, at 3 req/s); budget 1024 ran on
+    # both seeds near its DistServe knee and shows a higher P99 goodput only because it is read
+    # between two coarse rates, 2 and 8.
+    b256 = Config("chunked", "budget 256", 256, "fcfs")
+    b1024 = Config("chunked", "budget 1024", 1024, "fcfs")
+    runs = [entry(b1024, seed, rate, summary(1.0 if rate < 8 else 0.5, 0.5 if rate < 8 else 1.5))
+            for seed in (1, 2) for rate in (2.0, 8.0)]
+    runs += [entry(b256, seed, rate, summary(1.0, margin)) for seed in (1, 2)
+             for rate, margin in ((2.0, 0.8), (3.0, 0.99), (3.2, 1.02), (4.0, 1.2))]
+    chosen = {"distserve": b1024.name, "p99": b256.name}
+    fams = schedulers(runs, [1, 2], {"chunked": chosen})
+    assert fams["chunked"]["p99"]["best"] == b256.name
+    assert fams["chunked"]["p99"]["chosen_by"] == "refined for this metric"
+    assert fams["chunked"]["p99"]["mean"] < fams["chunked"]["p99"]["configs"][b1024.name]["mean"]
+    assert fams["chunked"]["distserve"]["best"] == b1024.name
+    # Without a record of what was refined (or when it has not run on every seed): the highest mean.
+    assert schedulers(runs, [1, 2])["chunked"]["p99"]["best"] == b1024.name
+    assert schedulers(runs[:4] + runs[4:8], [1, 2], {"chunked": chosen})["chunked"]["p99"]["chosen_by"] \
+        == "highest mean goodput"
+    # Older results files list the refined configurations: DistServe's, then P99's unless the same.
+    assert schedulers(runs, [1, 2], {"chunked": [b1024.name, b256.name]})["chunked"]["p99"]["best"] == b256.name
+    assert refined([b1024.name]) == {"distserve": b1024.name, "p99": b1024.name}
+    assert refined(None) == {}
+
+
 def test_comparison_ratios_and_ties():
     fams = schedulers(RUNS, [1, 2])
     c = comparison(fams)
@@ -163,6 +190,32 @@ def test_tables_and_plots(tmp_path):
         path = tmp_path / f"{metric}.png"
         assert plot(results, str(path), metric) == str(path)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
+    from examples.pd.report import main
+
+    chosen = {"chunked": {"distserve": "budget 1024, spf", "p99": "budget 1024, spf"}}
+    results = {"runs": RUNS, "seeds": [1, 2], "workload": "today", "chosen": chosen, "slo": {"ttft_ms": 500.0,
+               "tpot_ms": 40.0}, "model": {"layers": 4}, "device": {"name": "test GPU"}, "schedulers": {}}
+    path = tmp_path / "today-results.json"
+    path.write_text(json.dumps(results))
+    assert main([str(path)]) == 0
+    written = json.loads(path.read_text())
+    assert written["schedulers"]["chunked"]["distserve"]["chosen_by"] == "refined for this metric"
+    assert written["comparison"]["distserve"]["best_green"] == "pd-overlap"
+    assert written["runs"] == RUNS and written["chosen"] == chosen  # nothing else changes
+    assert "| chunked prefill | distserve | budget 1024, spf |" in capsys.readouterr().out
+    if importlib.util.find_spec("matplotlib"):
+        assert sorted(p.name for p in tmp_path.glob("*.png")) == ["today-goodput-distserve.png",
+                                                                   "today-goodput-p99.png"]
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps({"runs": []}))
+    for argv, message in (([str(bad)], "not a sweep's results file: it has no seeds, slo, model, workload"),
+                          ([str(tmp_path / "none.json")], "No such file")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_help_states_every_default():

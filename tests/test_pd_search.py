@@ -53,7 +53,7 @@ def test_a_family_keeps_its_best_configuration_per_metric_and_brackets_both_knee
     run, calls = fake(knees)
     sweep = Sweep(run, coarse=[2.0, 8.0, 16.0], seeds=[1, 2])
     chosen = sweep.family([good_p99, good_distserve])
-    assert chosen == [good_distserve, good_p99]  # the DistServe best first, then the P99 best
+    assert chosen == {"distserve": good_distserve, "p99": good_p99}
     for config, metric in ((good_distserve, "distserve"), (good_p99, "p99")):
         for seed in (1, 2):
             measured = sweep.points(config, seed)
@@ -128,7 +128,7 @@ def test_the_best_configuration_also_runs_in_the_other_admission_order():
     sweep = Sweep(run, coarse=[2.0, 8.0], seeds=[1])
     chosen = sweep.family(fcfs, ["spf"])
     # budget 2048 is best under DistServe and improves with spf; budget 256 is best under P99 in fcfs.
-    assert [c.name for c in chosen] == ["budget 2048, spf", "budget 256, fcfs"]
+    assert {m: c.name for m, c in chosen.items()} == {"distserve": "budget 2048, spf", "p99": "budget 256, fcfs"}
     assert {c[0] for c in calls} == set(knees)  # the spf variant of each metric's best ran too
 
 

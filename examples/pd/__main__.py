@@ -41,12 +41,11 @@ import sys
 import time
 from typing import Any
 
-from .._plots import optional_plot
 from . import cli
 from .estimates import capacity, expected_run_s, rates_from, run_cap
-from .metrics import METRICS, Slo
+from .metrics import Slo
 from .planning import ModelShape, bucket_list, kv_cache_bytes, layout_counts
-from .report import comparison, plot, schedulers, table
+from .report import dump, render
 from .search import Config, OutOfTime, Sweep, reusable, with_earlier
 from .workload import describe
 
@@ -123,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch_green_contexts import sizing
 
     from .attention_check import check_attention
-    from .bench import Bench, dump, lengths_of, trace_for
+    from .bench import Bench, lengths_of, trace_for
     from .engine import Engine
     from .model import Model
 
@@ -236,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     configs = [Config(name, "", None, first)]
                 chosen = sweep.family(configs, s.admission[1:])
-                results["chosen"][name] = [c.name for c in chosen]
+                results["chosen"][name] = {metric: c.name for metric, c in chosen.items()}
                 results["runs"] = all_runs()
                 dump(results, out)
             results["incomplete"] = None
@@ -276,19 +275,9 @@ def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any, trace_f
 
 
 def finish(results: dict[str, Any], s: cli.Settings, began: float) -> None:
-    """Goodput and comparisons into the results file (written before anything optional), then
-    the plots, then the tables."""
-    results["schedulers"] = schedulers(results["runs"], s.seeds)
-    results["comparison"] = comparison(results["schedulers"])
+    """Goodput, comparisons, plots and tables (see :func:`report.render`)."""
     results["elapsed_s"] = time.perf_counter() - began
-    from .bench import dump
-
-    dump(results, os.path.join(s.out, "results.json"))
-    if results["schedulers"]:
-        for metric in METRICS:
-            optional_plot(lambda path: plot(results, path, metric), os.path.join(s.out, f"goodput-{metric}.png"))
-    print(table(results))
-    print(json.dumps(results["comparison"], indent=1))
+    render(results, os.path.join(s.out, "results.json"), os.path.join(s.out, ""))
     print(f"results in {s.out}/ ({results['elapsed_s'] / 60:.1f} min)")
 
 

@@ -4,7 +4,6 @@ Uses the package's public API only."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable
 
@@ -200,10 +199,3 @@ class Bench:
             summary["mixed_iterations"] = dict(engine.mixed_counts)
         engine.reset()
         return summary
-
-
-def dump(results: dict[str, Any], path: str) -> None:
-    """Write ``results`` atomically (a cut-off run leaves the previous file whole)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(results, f, indent=1)
-    os.replace(path + ".tmp", path)

@@ -1,12 +1,23 @@
 """What a sweep reports: goodput per scheduler under both metrics and per seed, the comparisons
 the example is about, a Markdown table and the plots. Plain Python (matplotlib for the plots,
-which are optional: the results file is written first)."""
+which are optional: the results file is written first). Run as a module, it reports a results
+file again, without a GPU (after a change to how goodput is read, or of an interrupted sweep):
+
+    python -m examples.pd.report benchmarks/results/DIR/POINT-results.json
+
+rewrites its goodput and comparisons and the plots beside it (POINT-goodput-METRIC.png).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
+import sys
 from typing import Any, Sequence
 
+from .._plots import optional_plot
 from .metrics import METRIC_NAMES, METRICS, metric_goodput
 
 NAMES = {
@@ -22,17 +33,40 @@ GREEN = ("static", "static-overlap", "pd", "pd-overlap", "policy")
 BASELINES = ("chunked", "streams")
 
 
+def dump(results: dict[str, Any], path: str) -> None:
+    """Write ``results`` atomically (a cut-off run leaves the previous file whole)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(results, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def _points(runs: Sequence[dict[str, Any]], scheduler: str, config: str, seed: int) -> list[tuple[float, Any]]:
     return sorted((r["rate"], r["summary"]) for r in runs if r["scheduler"] == scheduler and r["config"] == config
                   and r["seed"] == seed and not r["skipped"])
 
 
-def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+def refined(chosen: dict[str, Any] | list[str] | None) -> dict[str, str]:
+    """Metric -> the configuration a sweep refined for it, from ``results["chosen"][name]``.
+    Older results files hold a list: the DistServe best, then the P99 best unless it is the
+    same one."""
+    if isinstance(chosen, dict):
+        return dict(chosen)
+    if not chosen:
+        return {}
+    return dict(zip(METRICS, chosen if len(chosen) == len(METRICS) else [chosen[0]] * len(METRICS)))
+
+
+def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
+               chosen: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per scheduler and metric: every configuration's goodput per seed, and the best
-    configuration (the highest mean goodput over the seeds that ran it; configurations run on
-    every seed first), with its goodput per seed, mean and spread (max - min)."""
+    configuration with its goodput per seed, mean and spread (max - min). The best is the one
+    the sweep refined for that metric (``chosen``: scheduler -> metric -> configuration) when it
+    ran on every seed: its knee was bracketed closely, where another configuration's goodput may
+    be read between two coarse rates. Otherwise, the highest mean goodput over the seeds that
+    ran it, configurations run on every seed first."""
     out: dict[str, Any] = {}
     for name in NAMES:
+        picks = refined((chosen or {}).get(name))
         labels = list(dict.fromkeys(r["config"] for r in runs if r["scheduler"] == name))
         if not labels:
             continue
@@ -51,8 +85,13 @@ def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str
                     configs[label] = {"seeds": per_seed, "mean": statistics.fmean(values),
                                       "spread": max(values) - min(values), "all_seeds": len(per_seed) == len(seeds)}
             if configs:
-                best = max(configs, key=lambda c: (configs[c]["all_seeds"], configs[c]["mean"]))
-                fam[metric] = {"best": best, **configs[best], "configs": configs}
+                pick = picks.get(metric)
+                if pick in configs and configs[pick]["all_seeds"]:
+                    best, how = pick, "refined for this metric"
+                else:
+                    best = max(configs, key=lambda c: (configs[c]["all_seeds"], configs[c]["mean"]))
+                    how = "highest mean goodput"
+                fam[metric] = {"best": best, "chosen_by": how, **configs[best], "configs": configs}
         out[name] = fam
     return out
 
@@ -171,3 +210,38 @@ def plot(results: dict[str, Any], path: str, metric: str) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def render(results: dict[str, Any], path: str, plot_prefix: str) -> None:
+    """Goodput and comparisons into ``results``, written to ``path`` before anything optional;
+    then the plots (``plot_prefix`` + goodput-METRIC.png); then the tables on stdout."""
+    results["schedulers"] = schedulers(results["runs"], results["seeds"], results.get("chosen", {}))
+    results["comparison"] = comparison(results["schedulers"])
+    dump(results, path)
+    if results["schedulers"]:
+        for metric in METRICS:
+            optional_plot(lambda out: plot(results, out, metric), f"{plot_prefix}goodput-{metric}.png")
+    print(table(results))
+    print(json.dumps(results["comparison"], indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m examples.pd.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", help="a sweep's results file (results.json or POINT-results.json)")
+    path = parser.parse_args(argv).results
+    try:
+        with open(path) as f:
+            results = json.load(f)
+    except (OSError, ValueError) as error:
+        parser.error(f"{path}: {error}")
+    missing = [k for k in ("runs", "seeds", "slo", "model", "workload") if k not in results]
+    if missing:
+        parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)}")
+    name = os.path.basename(path)
+    prefix = name[:-len("results.json")] if name.endswith("results.json") else ""
+    render(results, path, os.path.join(os.path.dirname(path), prefix))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -144,9 +144,9 @@ class Sweep:
         knees = [g for m in metrics if (g := metric_goodput(measured.items(), m).rate) > 0] or [min(measured)]
         return sorted(measured, key=lambda r: min(abs(math.log(r / k)) for k in knees))[:self.min_rates]
 
-    def family(self, configs: Sequence[Config], orders: Sequence[str] = ()) -> list[Config]:
-        """Run one scheduler's configurations over every seed; returns the refined ones (the
-        best under each metric on the first seed). ``configs`` run at the coarse rates with
+    def family(self, configs: Sequence[Config], orders: Sequence[str] = ()) -> dict[str, Config]:
+        """Run one scheduler's configurations over every seed; returns the refined ones: metric
+        -> the best configuration under it on the first seed. ``configs`` run at the coarse rates with
         their own order; then the best of them under each metric also with each of ``orders``
         (other admission orders), so that every scheduler gets its better order."""
         first, *later = self.seeds
@@ -174,7 +174,7 @@ class Sweep:
                 self.ascend(config, seed, self.near_knees(config, first, metrics))
                 for metric in metrics:
                     self.refine(config, seed, metric)
-        return list(best_for)
+        return {metric: config for config, metrics in best_for.items() for metric in metrics}
 
 
 def next_rate(values: dict[float, float], target: float, higher: bool, min_rates: int, resolution: float,
