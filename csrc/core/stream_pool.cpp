@@ -44,29 +44,32 @@ void StreamPools::rewind() {
 }
 
 bool StreamPools::synchronize() const noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  bool ok = true;
+  std::vector<abi::CUresult> failures;  // warned of once the lock is released
   try {
     const DriverApi& api = driver();
+    std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [priority, pool] : pools_) {
       for (const OwnedStream& stream : pool.streams) {
         const abi::CUresult result = api.result_of<entry::cuStreamSynchronize>(stream.get());
-        warn_if_cleanup_failed(result, entry::cuStreamSynchronize::kName);
-        ok = ok && result == abi::CUDA_SUCCESS;
+        if (result != abi::CUDA_SUCCESS) failures.push_back(result);
       }
     }
   } catch (...) {
     return false;
   }
-  return ok;
+  for (const abi::CUresult result : failures) warn_if_cleanup_failed(result, entry::cuStreamSynchronize::kName);
+  return failures.empty();
 }
 
 void StreamPools::destroy(bool wait) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [priority, pool] : pools_) {
+  std::map<int, Pool> doomed;  // destroyed (and warned of) once the lock is released
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    doomed.swap(pools_);
+  }
+  for (auto& [priority, pool] : doomed) {
     for (OwnedStream& stream : pool.streams) stream.destroy(wait);
   }
-  pools_.clear();
 }
 
 }  // namespace tgc

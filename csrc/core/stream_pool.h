@@ -57,7 +57,9 @@ class StreamPools {
   std::size_t count() const;
   // Existing streams are handed out first again (a context taken back for reuse).
   void rewind();
-  // Waits for the work queued on every stream; false if the driver reported an error.
+  // Waits for the work queued on every stream; false if the driver reported an error. The
+  // warnings of failures, like those of destroy, are given outside the lock: a warning handler
+  // may wait for another thread (the Python one, for the GIL) that waits for this lock.
   bool synchronize() const noexcept;
   // Destroys every stream (waiting for its work first when `wait`).
   void destroy(bool wait) noexcept;

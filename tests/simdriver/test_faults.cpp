@@ -1,6 +1,8 @@
 // Driver calls that fail: the error names the call, cleanup failures only warn, and nothing
 // is left behind, in the core, the benchmarks' raw baselines and the probe.
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,39 @@ TEST_F(Faults, CleanupFailuresWarnAndNeverThrow) {
   ASSERT_EQ(warnings.messages.size(), 1u);
   EXPECT_CONTAINS(warnings.messages[0], "cuStreamSynchronize");
   EXPECT_EQ(streams_alive(), 0) << "the stream is destroyed all the same";
+}
+
+TEST_F(Faults, StreamPoolsWarnOutsideTheirLock) {
+  auto ctx = GreenContext::create(0, nullptr, std::nullopt);
+  StreamPools pools;
+  auto create = [&ctx](int priority) {
+    cu::CUstream stream = nullptr;
+    ctx->push_current();
+    EXPECT_EQ(driver().cuStreamCreateWithPriority(&stream, cu::CU_STREAM_NON_BLOCKING, priority), cu::CUDA_SUCCESS);
+    ctx->pop_current();
+    return OwnedStream(stream);
+  };
+  bool created = false;
+  pools.next(0, create, &created);
+  ASSERT_TRUE(created);
+  // A handler that waits for another thread asking the pools for something, as the Python
+  // handler waits for the GIL a thread asking for a stream may hold: the lock must be free.
+  std::vector<bool> lock_free;
+  std::vector<std::future<std::size_t>> others;
+  WarningHandler previous = set_warning_handler([&](const std::string&) {
+    others.push_back(std::async(std::launch::async, [&pools] { return pools.count(); }));
+    lock_free.push_back(others.back().wait_for(std::chrono::seconds(2)) == std::future_status::ready);
+  });
+  sim().fail_next("cuStreamSynchronize", 999, 0);
+  EXPECT_FALSE(pools.synchronize());
+  EXPECT_TRUE(pools.synchronize());
+  sim().fail_next("cuStreamSynchronize", 999, 0);
+  pools.destroy(true);
+  set_warning_handler(previous);
+  for (auto& other : others) other.wait();
+  EXPECT_EQ(lock_free, (std::vector<bool>{true, true}));
+  EXPECT_EQ(pools.count(), 0u);
+  EXPECT_EQ(streams_alive(), 0) << "destroyed although its wait failed";
 }
 
 TEST_F(Faults, BenchmarkBaselinesDestroyWhatTheyMadeWhenALaterCallFails) {
