@@ -28,9 +28,10 @@ std::string coscheduling_phrase(unsigned flags, unsigned alignment) {
 }
 
 // The counts nearest to `count` (one below, one above) that the driver gives exactly from
-// `input` under `flags`; empty when there are none.
+// `input` under `flags`; with no count above, all of `input` when `rest_counts` (a last group
+// takes the rest without a split); empty when there are none.
 std::vector<unsigned> nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
-                                     unsigned count) {
+                                     unsigned count, bool rest_counts = true) {
   if (granularity == 0) granularity = 2;
   unsigned available = input.sm.smCount;
   std::optional<unsigned> lower, upper;
@@ -46,7 +47,7 @@ std::vector<unsigned> nearest_counts(const abi::CUdevResource& input, unsigned f
       break;
     }
   }
-  if (!upper && available > count) upper = available;  // the whole rest, as the last group
+  if (!upper && rest_counts && available > count) upper = available;
   std::vector<unsigned> out;
   if (lower) out.push_back(*lower);
   if (upper) out.push_back(*upper);
@@ -87,6 +88,30 @@ class EmulatedSplit {
     return split_error(i, requests_[i].sm_count, why, std::move(nearest));
   }
 
+  // Equal groups i..end-1 of which the driver made only `made.groups`: the error names the first
+  // group that does not fit and the counts it could have after the ones that do, as the native
+  // split names them (only counts a split gives exactly).
+  SplitError too_few_fit(std::size_t i, std::size_t end, const ByCount& made, unsigned flags,
+                         unsigned granularity) {
+    const unsigned asked = requests_[i].sm_count, available = current_.sm.smCount;
+    const std::size_t culprit = i + made.groups;
+    if (made.groups > 0) set_current(made.remainder);
+    std::vector<unsigned> nearest;
+    if (current_has_sms_) {
+      if (made.groups > 0) make_remainder_splittable();
+      nearest = nearest_counts(current_, flags, granularity, asked, false);
+    }
+    const std::string fit = made.groups == 1 ? " group of " + std::to_string(asked) + " SMs fits"
+                                             : " groups of " + std::to_string(asked) + " SMs fit";
+    return split_error(culprit, asked,
+                       "cannot be given from the " + std::to_string(current_has_sms_ ? current_.sm.smCount : 0) +
+                           " SMs the groups before it leave: only " + std::to_string(made.groups) + fit +
+                           " in the " + std::to_string(available) + " SMs left (groups " + std::to_string(i) +
+                           ".." + std::to_string(end - 1) + " ask for " + std::to_string(end - i) +
+                           "); the GPU's layout limits how many aligned groups it holds",
+                       std::move(nearest));
+  }
+
   // Serves requests_[i] (and the equal requests right after it); returns the next index.
   std::size_t take(std::size_t i) {
     const GroupRequest& r = requests_[i];
@@ -101,9 +126,8 @@ class EmulatedSplit {
     if (r.sm_count == 0) return discover(i, flags, granularity);
 
     if (r.sm_count > available) {
-      throw SplitError(group_label(i) + " asks for num_sms=" + std::to_string(r.sm_count) + " but only " +
-                           std::to_string(available) + " SMs are left",
-                       i, r.sm_count, {});
+      throw count_refused(i, "is more than the " + std::to_string(available) + " SMs left",
+                          nearest_counts(current_, flags, granularity, r.sm_count));
     }
     if (r.sm_count % granularity != 0) {
       throw count_refused(i, "cannot be given exactly: on driver " + format_driver_version(version_) +
@@ -119,13 +143,7 @@ class EmulatedSplit {
     const unsigned wanted = static_cast<unsigned>(end - i);
     ByCount made = split_by_count(current_, wanted, flags, r.sm_count);
     if (made.groups < wanted) {
-      if (wanted > 1) {
-        throw SplitError("only " + std::to_string(made.groups) + " groups of " + std::to_string(r.sm_count) +
-                             " SMs fit in the " + std::to_string(available) + " SMs left (groups " +
-                             std::to_string(i) + ".." + std::to_string(end - 1) + " ask for " +
-                             std::to_string(wanted) + "); the GPU's layout limits how many aligned groups it holds",
-                         i, r.sm_count, {});
-      }
+      if (wanted > 1) throw too_few_fit(i, end, made, flags, granularity);
       throw count_refused(i, "cannot be given from the " + std::to_string(available) + " SMs left",
                           nearest_counts(current_, flags, granularity, r.sm_count));
     }

@@ -131,6 +131,51 @@ TEST_F(EmulatedSplit, ErrorsSayWhatIsLeftAndWhatTheLayoutCanGive) {
   EXPECT_EQ(live_counts().internal_contexts, 0u);
 }
 
+TEST_F(EmulatedSplit, GroupsThatDoNotFitNameTheFirstOfThemAndTheCountsItCanHave) {
+  SmPartition whole = SmPartition::from_device(0);
+  const auto print = [](const std::vector<unsigned>& counts) {
+    std::string out;
+    for (unsigned c : counts) out += (out.empty() ? "" : ",") + std::to_string(c);
+    return out;
+  };
+  struct Case {
+    std::vector<GroupRequest> groups;
+    std::size_t culprit;
+    unsigned sm_count;
+    std::string nearest, text;
+  };
+  const std::vector<Case> cases = {
+      // 15 groups of 8 fit (120 SMs); the 12 left, 2 in each of six GPCs, hold no 8-SM group.
+      {std::vector<GroupRequest>(16, group(8)), 15, 8, "",
+       "group 15: num_sms=8 cannot be given from the 12 SMs the groups before it leave: only 15 groups of 8 SMs "
+       "fit in the 132 SMs left (groups 0..15 ask for 16); the GPU's layout limits how many aligned groups it "
+       "holds; nearest counts it can give: none"},
+      // 7 groups of 16 fit (112 SMs); the eighth could have 8 of the 20 left.
+      {std::vector<GroupRequest>(8, group(16)), 7, 16, "8", "only 7 groups of 16 SMs fit"},
+      // Equal groups after a first one: counted from the group that asked.
+      {{group(64), group(32), group(32)}, 2, 32, "24",
+       "group 2: num_sms=32 cannot be given from the 36 SMs the groups before it leave: only 1 group of 32 SMs "
+       "fits in the 68 SMs left (groups 1..2 ask for 2)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    EXPECT_THROWS_THAT(split(whole, c.groups, SplitPath::kEmulated), SplitError, [&](const SplitError& e) {
+      EXPECT_CONTAINS(e.what(), c.text);
+      EXPECT_EQ(e.group(), std::optional<std::size_t>(c.culprit));
+      EXPECT_EQ(e.sm_count(), c.sm_count);
+      EXPECT_EQ(print(e.nearest_counts()), c.nearest);
+    });
+    if (version() < 13010) continue;
+    // The native split names the same group and counts.
+    EXPECT_THROWS_THAT(split(whole, c.groups, SplitPath::kNative), SplitError, [&](const SplitError& e) {
+      EXPECT_EQ(e.group(), std::optional<std::size_t>(c.culprit));
+      EXPECT_EQ(e.sm_count(), c.sm_count);
+      EXPECT_EQ(print(e.nearest_counts()), c.nearest);
+    });
+  }
+  EXPECT_EQ(live_counts().internal_contexts, 0u);
+}
+
 TEST_F(EmulatedSplit, GroupsThatFitAndSplitsShareOneCheckedCall) {
   SmPartition whole = SmPartition::from_device(0);
   // 8-SM groups of the GPCs (18 x 6, 16, 8): 2 x 6 + 2 + 1; 16-SM groups pair them up.
