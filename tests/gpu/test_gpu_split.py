@@ -53,7 +53,7 @@ def test_split_many_equal_groups(whole, granularity):
     assert fits >= 1
     check_disjoint_contexts(contexts, [granularity] * fits)
     if fits < whole.sm_count // granularity:
-        with pytest.raises(ValueError, match=f"only {fits} groups"):
+        with pytest.raises(ValueError, match=f"only {fits} groups? of {granularity} SMs"):
             GreenContext.split(num_sms=(granularity,) * (fits + 1))
 
 
