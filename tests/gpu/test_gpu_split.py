@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from torch_green_contexts import GreenContext, SMPartition, observed_sm_ids
+from torch_green_contexts import GreenContext, SMPartition, SplitError, observed_sm_ids
 
 from .conftest import gemm_check
 
@@ -53,8 +53,10 @@ def test_split_many_equal_groups(whole, granularity):
     assert fits >= 1
     check_disjoint_contexts(contexts, [granularity] * fits)
     if fits < whole.sm_count // granularity:
-        with pytest.raises(ValueError, match=f"only {fits} groups? of {granularity} SMs"):
+        # Either split path names the first group that does not fit.
+        with pytest.raises(SplitError) as refused:
             GreenContext.split(num_sms=(granularity,) * (fits + 1))
+        assert (refused.value.group, refused.value.num_sms) == (fits, granularity), str(refused.value)
 
 
 def test_split_discovery_single():

@@ -96,7 +96,8 @@ def test_a_count_the_split_cannot_give_is_a_split_error_naming_group_count_and_n
     path does, in its text and as attributes."""
     native_splits = calls("cuDevSmResourceSplit")
     whole = SMPartition.from_device(0)
-    for counts, group, count, nearest in (([13], 0, 13, [8, 16]), ([16, 17], 1, 17, [16, 24])):
+    # Eight groups of 16 where seven fit: the eighth is named, with what it could have after them.
+    for counts, group, count, nearest in (([13], 0, 13, [8, 16]), ([16, 17], 1, 17, [16, 24]), ([16] * 8, 7, 16, [8])):
         error = raised(lambda: whole.split(num_sms=counts))
         assert type(error) is tgc.SplitError and isinstance(error, ValueError), repr(error)
         text = str(error)
