@@ -8,8 +8,8 @@ import json
 import pytest
 
 from examples.pd import cli
-from examples.pd.prefill_rate import fitted_rate, main, p99_ttft_ms, run_trace, settings_of, table
-from examples.pd.workload import Request
+from examples.pd.prefill_rate import fitted_rate, main, p99_ttft_ms, settings_of, table
+from examples.pd.workload import Request, trace_for
 
 
 def test_a_queue_of_known_rate_is_recovered_from_its_p99():
@@ -31,8 +31,8 @@ def results_for(workload, runs):
 def test_the_table_rebuilds_each_runs_trace_and_lists_the_overloaded_runs_only():
     settings = settings_of(results_for("chat", []))
     assert (settings.workload, settings.requests) == ("chat", 120)
-    trace = run_trace(settings, 8.0, 2)
-    assert trace == run_trace(settings, 8.0, 2) and trace != run_trace(settings, 8.0, 1)
+    trace = trace_for(settings, 8.0, 2)
+    assert trace == trace_for(settings, 8.0, 2) and trace != trace_for(settings, 8.0, 1)
     assert max(r.arrival for r in trace) <= settings.arrival_s
     slow = p99_ttft_ms(trace, 3_000.0)
     assert slow > 1500

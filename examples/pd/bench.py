@@ -22,15 +22,9 @@ from .loops import LoopSettings, run_chunked, run_overlap
 from .metrics import TARGET_ATTAINMENT, Slo, summarize
 from .planning import PrefillCursor, SplitOption, bucket_reached, static_candidates
 from .search import Config
-from .workload import Request, make_trace, mean_lengths
+from .workload import Request, make_trace, mean_lengths, trace_for
 
 OVERLAP_PREFIX = "o"  # lane names of the overlapped Layouts (its end layouts share keys with the disjoint one)
-
-
-def trace_for(s: cli.Settings, rate: float, seed: int) -> list[Request]:
-    """The run's trace: --requests requests or --arrival-s seconds of arrivals, whichever ends first."""
-    trace = make_trace(s.requests, rate, seed=seed, prompts=s.prompts, outputs=s.outputs)
-    return [r for r in trace if r.arrival <= s.arrival_s] or trace[:1]
 
 
 def lengths_of(s: cli.Settings, seed: int) -> list[Request]:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from . import cli
 from .metrics import percentile
-from .workload import Request, make_trace
+from .workload import Request, trace_for
 
 
 def p99_ttft_ms(trace: Sequence[Request], tokens_per_s: float) -> float:
@@ -39,12 +39,6 @@ def fitted_rate(trace: Sequence[Request], measured_ms: float) -> float:
         mid = (low * high) ** 0.5
         low, high = (mid, high) if p99_ttft_ms(trace, mid) > measured_ms else (low, mid)
     return (low * high) ** 0.5
-
-
-def run_trace(settings: cli.Settings, rate: float, seed: int) -> list[Request]:
-    """A run's trace, as the sweep made it (bench.trace_for, without torch)."""
-    trace = make_trace(settings.requests, rate, seed=seed, prompts=settings.prompts, outputs=settings.outputs)
-    return [r for r in trace if r.arrival <= settings.arrival_s] or trace[:1]
 
 
 TRACE_SETTINGS = ("workload", "requests", "arrival_s", "min_prompt", "max_prompt", "prompt_median", "prompt_sigma",
@@ -74,7 +68,7 @@ def table(results: dict[str, Any], above_ms: float) -> str:
         summary = run["summary"]
         if summary is None or (summary["p99_ttft_ms"] or 0) <= above_ms:
             continue
-        trace = run_trace(settings, run["rate"], run["seed"])
+        trace = trace_for(settings, run["rate"], run["seed"])
         arriving = sum(r.prompt for r in trace) / max(max(r.arrival for r in trace), 1e-9)
         lines.append(f"| {run['scheduler']} | {run['config']} | {run['seed']} | {run['rate']:g} | {len(trace)} "
                      f"| {arriving:,.0f} | {summary['p99_ttft_ms']:,.0f} "

@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from .cli import Settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,3 +117,9 @@ def describe(trace: Sequence[Request]) -> dict[str, float]:
         "output_mean": mean_output, "output_median": float(outputs[len(outputs) // 2]),
         "output_min": float(outputs[0]), "output_max": float(outputs[-1]),
     }
+
+
+def trace_for(s: Settings, rate: float, seed: int) -> list[Request]:
+    """A run's trace: --requests requests or --arrival-s seconds of arrivals, whichever ends first."""
+    trace = make_trace(s.requests, rate, seed=seed, prompts=s.prompts, outputs=s.outputs)
+    return [r for r in trace if r.arrival <= s.arrival_s] or trace[:1]
