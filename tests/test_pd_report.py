@@ -60,6 +60,22 @@ def test_a_resumed_sweep_needs_the_same_settings_and_drops_the_runs_of_rerun_sch
         cli.parse(["--rerun", "everything"])
 
 
+def test_a_resumed_sweep_and_a_reused_profile_must_come_from_the_same_gpu(tmp_path):
+    from examples.pd.__main__ import measured_elsewhere
+
+    profile = tmp_path / "layout-profile.json"
+    profile.write_text(json.dumps({"settings": {"parts": [{"device": "NVIDIA H200"}, {"device": "NVIDIA H200"}]}}))
+    resumed = tmp_path / "results.json"
+    resumed.write_text("{}")
+    s = cli.parse(["--quick", "--resume", str(resumed), "--layout-profile", str(profile)])
+    earlier = {"device": {"name": "NVIDIA H200"}}
+    assert measured_elsewhere(s, earlier, "NVIDIA H200") == []
+    assert measured_elsewhere(s, {}, "NVIDIA H200") == []
+    assert measured_elsewhere(s, earlier, "NVIDIA H100 80GB HBM3") == [
+        f"--resume {resumed} ran on NVIDIA H200", f"--layout-profile {profile} was measured on NVIDIA H200"]
+    assert measured_elsewhere(cli.parse(["--quick"]), {}, "NVIDIA H100 80GB HBM3") == []
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--layers", "0"], "--layers must be at least 1"),
     (["--layers", "40"], "32 or fewer"),

@@ -110,6 +110,22 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     return earlier  # type: ignore[no-any-return]
 
 
+def measured_elsewhere(s: cli.Settings, earlier: dict[str, Any], device: str) -> list[str]:
+    """The files of --resume and --layout-profile measured on another GPU than ``device``: their
+    runs and step times would be mixed with this one's."""
+    elsewhere = []
+    theirs = earlier.get("device", {}).get("name")
+    if theirs not in (None, device):
+        elsewhere.append(f"--resume {s.resume} ran on {theirs}")
+    if s.layout_profile:
+        with open(s.layout_profile) as f:
+            parts = json.load(f).get("settings", {}).get("parts", [])
+        names = sorted({p["device"] for p in parts if p.get("device") not in (None, device)})
+        if names:
+            elsewhere.append(f"--layout-profile {s.layout_profile} was measured on {', '.join(names)}")
+    return elsewhere
+
+
 def main(argv: list[str] | None = None) -> int:
     s = cli.parse(argv, __doc__)
     earlier = load_resume(s)
@@ -132,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.set_device(s.device)
     props = torch.cuda.get_device_properties(s.device)
     total = props.multi_processor_count
+    elsewhere = measured_elsewhere(s, earlier, props.name)
+    if elsewhere:
+        print(f"{'; '.join(elsewhere)}, not on this {props.name}: continue the sweep on that GPU, or start "
+              "another with other --out files", file=sys.stderr)
+        return 2
     shape = ModelShape(layers=s.layers)
     free = torch.cuda.mem_get_info(s.device)[0]
     slots = earlier["model"]["slots"] if earlier else slots_for(s, free, shape)  # a resumed sweep keeps its engine
