@@ -74,6 +74,11 @@ def test_a_resumed_sweep_and_a_reused_profile_must_come_from_the_same_gpu(tmp_pa
     assert measured_elsewhere(s, earlier, "NVIDIA H100 80GB HBM3") == [
         f"--resume {resumed} ran on NVIDIA H200", f"--layout-profile {profile} was measured on NVIDIA H200"]
     assert measured_elsewhere(cli.parse(["--quick"]), {}, "NVIDIA H100 80GB HBM3") == []
+    profile.write_text(json.dumps({"settings": {"device": "NVIDIA H200", "seconds": 3.0}}))  # not merged
+    single = cli.parse(["--quick", "--layout-profile", str(profile)])
+    assert measured_elsewhere(single, {}, "NVIDIA H100 80GB HBM3") == [
+        f"--layout-profile {profile} was measured on NVIDIA H200"]
+    assert measured_elsewhere(single, {}, "NVIDIA H200") == []
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -119,7 +119,8 @@ def measured_elsewhere(s: cli.Settings, earlier: dict[str, Any], device: str) ->
         elsewhere.append(f"--resume {s.resume} ran on {theirs}")
     if s.layout_profile:
         with open(s.layout_profile) as f:
-            parts = json.load(f).get("settings", {}).get("parts", [])
+            settings = json.load(f).get("settings", {})
+        parts = settings.get("parts", [settings])  # one profile, or the merged disjoint and overlapped ones
         names = sorted({p["device"] for p in parts if p.get("device") not in (None, device)})
         if names:
             elsewhere.append(f"--layout-profile {s.layout_profile} was measured on {', '.join(names)}")
