@@ -154,3 +154,46 @@ def test_when_no_configuration_passes_the_one_nearest_to_passing_at_a_shared_rat
     only_large.measure(small, 1, 8.0)
     assert only_large.best([small, large], 1, "p99") == large
     assert sweep.best([], 1, "p99") is None
+
+
+def test_configurations_passing_every_coarse_rate_run_higher_until_one_is_ahead():
+    # All three pass DistServe's metric at every coarse rate (knees far above 4 req/s); list
+    # order put budget 256 first, but budget 1024's knee is the highest.
+    configs = [Config("chunked", f"budget {b}", b, "fcfs") for b in (256, 1024, 2048)]
+    knees = {"budget 256, fcfs": (12.0, 3.0), "budget 1024, fcfs": (20.0, 1.0), "budget 2048, fcfs": (16.0, 0.5)}
+    run, calls = fake(knees)
+    sweep = Sweep(run, coarse=[1.0, 2.0, 4.0], seeds=[1])
+    for config in configs:
+        sweep.ascend(config, 1, sweep.coarse)
+    assert sweep.best(configs, 1, "distserve") == configs[0]  # a tie, decided by list order
+    sweep.untie(configs, 1, "distserve")
+    assert sweep.best(configs, 1, "distserve") == configs[1]
+    higher = sorted({rate for _, _, rate in calls if rate > 4.0})
+    assert higher == [6.0, 9.0, 13.5]  # steps of 1.5 until budget 256 and 2048 fall behind
+    assert {name for name, _, rate in calls if rate == 13.5} == {"budget 1024, fcfs", "budget 2048, fcfs"}
+    # The P99 knees lie inside the coarse rates: nothing more to run.
+    n = len(calls)
+    sweep.untie(configs, 1, "p99")
+    assert len(calls) == n
+    chosen = Sweep(fake(knees)[0], coarse=[1.0, 2.0, 4.0], seeds=[1]).family(configs)
+    assert chosen["distserve"] == configs[1] and chosen["p99"] == configs[0]
+
+
+def test_a_bounded_leader_is_still_challenged_by_a_configuration_that_never_failed():
+    leader, open_ended = Config("streams", "", None, "fcfs"), Config("streams", "", None, "spf")
+    figures = {"fcfs": {2.0: 1.0, 4.0: 1.0, 8.0: 0.95, 12.0: 0.5}, "spf": {2.0: 1.0, 4.0: 1.0, 6.0: 1.0, 9.0: 0.95}}
+
+    def run(config, seed, rate):
+        return {"attainment": figures[config.name][rate], "p99_margin": 2.0}
+
+    sweep = Sweep(run, coarse=[2.0, 4.0], seeds=[1])
+    for rate in figures["fcfs"]:
+        sweep.measure(leader, 1, rate)
+    for rate in (2.0, 4.0):
+        sweep.measure(open_ended, 1, rate)
+    assert sweep.best([leader, open_ended], 1, "distserve") == leader
+    sweep.untie([leader, open_ended], 1, "distserve")
+    # fcfs's knee (about 8.4 req/s) is found; spf passes at 6, then at 9, where it leads alone.
+    assert rates_of(sweep, open_ended, 1) == [2.0, 4.0, 6.0, 9.0]
+    assert rates_of(sweep, leader, 1) == [2.0, 4.0, 8.0, 12.0]
+    assert sweep.best([leader, open_ended], 1, "distserve") == open_ended

@@ -5,7 +5,9 @@ Plain Python (no torch); the runs themselves are a callback.
 For the first seed, each configuration (a scheduler with its parameter, in the first admission
 order) runs at the coarse rates, ascending, until a rate fails both metrics badly (attainment
 below ``stop_below`` and the P99 SLOs missed); the best configuration under each metric runs
-there in the other admission orders too. Then per scheduler and metric the configuration with
+there in the other admission orders too. Where the coarse rates cannot tell configurations apart
+(several pass a metric at every rate they ran), those run at higher rates, in the steps used
+above an unfound knee, until one is ahead. Then per scheduler and metric the configuration with
 the highest goodput at the coarse rates is refined: rates between the highest one passing and
 the next one failing are added (the midpoint, then around the knee) until it has at least
 ``min_rates`` measured rates, the knee lies within ``resolution``, or ``max_rates`` is reached.
@@ -137,6 +139,24 @@ class Sweep:
 
         return max(measured, key=key)
 
+    def untie(self, configs: Sequence[Config], seed: int, metric: str, steps: int = 4) -> None:
+        """Run the configurations that pass ``metric`` at every rate they ran one step higher (the
+        step :meth:`refine` takes above a knee it has not found) while more than one could be the
+        best, so that list order never decides between configurations the coarse rates cannot
+        tell apart."""
+        for _ in range(steps):
+            goodputs = {c: metric_goodput(m.items(), metric) for c in configs if (m := self.points(c, seed))}
+            if not goodputs:
+                return
+            top = max(g.rate for g in goodputs.values())
+            open_ended = [c for c, g in goodputs.items() if g.how == "highest measured"]
+            contenders = {c for c, g in goodputs.items() if g.rate == top and g.rate > 0} | set(open_ended)
+            if len(contenders) < 2 or not open_ended:
+                return
+            rate = round_rate(max(goodputs[c].rate for c in open_ended) * 1.5)
+            for config in open_ended:
+                self.measure(config, seed, rate)
+
     def near_knees(self, config: Config, seed: int, metrics: Sequence[str]) -> list[float]:
         """The ``min_rates`` rates measured for ``config`` on ``seed`` nearest (by ratio) to its
         goodput under ``metrics``."""
@@ -152,6 +172,8 @@ class Sweep:
         first, *later = self.seeds
         for config in configs:
             self.ascend(config, first, self.coarse)
+        for metric in METRICS:
+            self.untie(configs, first, metric)
         tried = list(configs)
         for metric in METRICS:
             best = self.best(configs, first, metric)
@@ -163,6 +185,7 @@ class Sweep:
                         self.ascend(other, first, self.coarse)
         best_for: dict[Config, list[str]] = {}
         for metric in METRICS:
+            self.untie(tried, first, metric)
             best = self.best(tried, first, metric)
             if best is not None:
                 best_for.setdefault(best, []).append(metric)
