@@ -40,6 +40,9 @@ class Config:
         return f"{self.label}, {self.order}" if self.label else self.order
 
 
+STEP_UP = 1.5  # the next rate above one that passes, where no failing rate is known yet
+
+
 class OutOfTime(Exception):
     """The sweep's time budget cannot hold the next run."""
 
@@ -153,7 +156,7 @@ class Sweep:
             contenders = {c for c, g in goodputs.items() if g.rate == top and g.rate > 0} | set(open_ended)
             if len(contenders) < 2 or not open_ended:
                 return
-            rate = round_rate(max(goodputs[c].rate for c in open_ended) * 1.5)
+            rate = round_rate(max(goodputs[c].rate for c in open_ended) * STEP_UP)
             for config in open_ended:
                 self.measure(config, seed, rate)
 
@@ -213,7 +216,7 @@ def next_rate(values: dict[float, float], target: float, higher: bool, min_rates
     lo = good[-1]
     above = [r for r in rates if r > lo]
     if not above:
-        return round_rate(lo * 1.5)
+        return round_rate(lo * STEP_UP)
     hi = above[0]
     if hi / lo - 1 > resolution:
         mid = round_rate((lo + hi) / 2)
