@@ -31,3 +31,18 @@ def test_bad_positional_calls_are_type_errors(args, kwargs, message):
         warnings.simplefilter("ignore")
         with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
             tgc.GreenContext.create(*args, **kwargs)
+
+
+@pytest.mark.parametrize("args, suggested", [
+    ((16,), "GreenContext.create(num_sms=16, device_id=0)"),
+    ((16, 1), "GreenContext.create(num_sms=16, device_id=1)"),
+    ((False,), "GreenContext.create(num_sms=<int>, device_id=0)"),
+    (("16", 0.5), "GreenContext.create(num_sms=<int>, device_id=<int>)"),
+])
+def test_the_warning_suggests_only_values_that_could_be_right(args, suggested):
+    from torch_green_contexts._legacy_create import keyword_form
+
+    with pytest.warns(FutureWarning) as caught:
+        named = keyword_form(args, {})
+    assert suggested in str(caught[0].message)
+    assert named["num_sms"] is args[0]

@@ -24,7 +24,7 @@ def keyword_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any
     if twice:
         raise TypeError(f"GreenContext.create() got multiple values for argument {twice[0]!r}")
     named.setdefault("device_id", kwargs.pop("device_id", 0))
-    shown = ", ".join(f"{name}={value!r}" for name, value in named.items())
+    shown = ", ".join(f"{name}={_as_suggested(value)}" for name, value in named.items())
     warnings.warn(
         f"GreenContext.create() with positional arguments is torch 2.9-2.14's form; call "
         f"GreenContext.create({shown}) (keyword arguments, torch 2.15's form): positions will stop "
@@ -33,3 +33,11 @@ def keyword_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any
         stacklevel=3,
     )
     return {**kwargs, **named}
+
+
+def _as_suggested(value: Any) -> str:
+    # Only a value that could be right is copied into the suggested call; create's own check
+    # names what is wrong with any other.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return repr(value)
+    return "<int>"
