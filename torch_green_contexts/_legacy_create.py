@@ -7,6 +7,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ._validation import is_int
+
 # Their order in torch 2.9-2.14's create(num_sms: int, device_id: int = 0).
 POSITIONS = ("num_sms", "device_id")
 
@@ -38,6 +40,6 @@ def keyword_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any
 def _as_suggested(value: Any) -> str:
     # Only a value that could be right is copied into the suggested call; create's own check
     # names what is wrong with any other.
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         return repr(value)
     return "<int>"
