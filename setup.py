@@ -75,7 +75,8 @@ BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
 if os.environ.get(BENCHMARKS_ENV) == "1":
     extensions.append(cpp_extension.CppExtension(
         name="torch_green_contexts._bench",
-        sources=CORE_SOURCES + ["csrc/bench/driver_baseline.cpp", "csrc/python/bench.cpp"],
+        sources=[os.path.join("csrc", "core", f) for f in ("driver_api.cpp", "errors.cpp", "warnings.cpp")]
+        + ["csrc/bench/driver_baseline.cpp", "csrc/python/bench.cpp"],
         libraries=["dl"],
         **COMMON,
     ))
