@@ -221,7 +221,11 @@ def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
                "tpot_ms": 40.0}, "model": {"layers": 4}, "device": {"name": "test GPU"}, "schedulers": {}}
     path = tmp_path / "today-results.json"
     path.write_text(json.dumps(results))
-    assert main([str(path)]) == 0
+    before = path.read_text()
+    assert main([str(path)]) == 0  # reads and prints, changes nothing
+    assert "| chunked prefill | distserve | budget 1024, spf |" in capsys.readouterr().out
+    assert path.read_text() == before and not list(tmp_path.glob("*.png"))
+    assert main([str(path), "--write"]) == 0
     written = json.loads(path.read_text())
     assert written["schedulers"]["chunked"]["distserve"]["chosen_by"] == "refined for this metric"
     assert written["comparison"]["distserve"]["best_green"] == "pd-overlap"
@@ -232,7 +236,7 @@ def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
                                                                    "today-goodput-p99.png"]
     bad = tmp_path / "other.json"
     bad.write_text(json.dumps({"runs": []}))
-    for argv, message in (([str(bad)], "not a sweep's results file: it has no seeds, slo, model, workload"),
+    for argv, message in (([str(bad)], "not a sweep's results file: it has no seeds, slo, model, workload (the "),
                           ([str(tmp_path / "none.json")], "No such file")):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
@@ -258,3 +262,19 @@ def test_kv_slots_are_sized_from_the_free_memory():
     assert slots_for(s, int(30e9), shape) == 0  # not one slot: main() refuses with what it needs
     long = cli.parse(["--workload", "long-prompt"])
     assert slots_for(long, int(150e9), shape) == 45
+
+
+def test_a_reader_that_stops_early_is_no_error(tmp_path, monkeypatch):
+    import os
+
+    from examples.pd.report import main
+
+    results = {"runs": RUNS, "seeds": [1, 2], "workload": "today", "chosen": {}, "model": {"layers": 4},
+               "slo": {"ttft_ms": 500.0, "tpot_ms": 40.0}, "device": {"name": "test GPU"}}
+    path = tmp_path / "today-results.json"
+    path.write_text(json.dumps(results))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| head` does once it has its lines
+    with os.fdopen(write_end, "w") as closed_pipe:
+        monkeypatch.setattr("sys.stdout", closed_pipe)
+        assert main([str(path)]) == 0

@@ -1,7 +1,7 @@
 """python -m torch_green_contexts.run [-m module | script.py] [args...]
 
 Runs a program written for ``torch.cuda.green_contexts`` with this package installed in its
-place (see :func:`torch_green_contexts.install`).
+place (see ``torch_green_contexts.install()``).
 """
 
 from __future__ import annotations

@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("this example needs a CUDA GPU", file=sys.stderr)
+        print("this example needs a CUDA GPU, and torch sees none here (torch.cuda.is_available() is False); "
+              "`python -m examples.pd.report RESULTS` reads the results of a sweep without one", file=sys.stderr)
         return 2
     import torch_green_contexts as tgc
     from torch_green_contexts import sizing

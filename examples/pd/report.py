@@ -1,11 +1,14 @@
 """What a sweep reports: goodput per scheduler under both metrics and per seed, the comparisons
 the example is about, a Markdown table and the plots. Plain Python (matplotlib for the plots,
 which are optional: the results file is written first). Run as a module, it reports a results
-file again, without a GPU (after a change to how goodput is read, or of an interrupted sweep):
+file again, without a GPU, and changes nothing:
 
     python -m examples.pd.report benchmarks/results/DIR/POINT-results.json
 
-rewrites its goodput and comparisons and the plots beside it (POINT-goodput-METRIC.png).
+prints the goodput of every scheduler per metric and seed, every run, and the comparisons read
+from the file's runs. With --write it also stores that goodput and those comparisons in the file
+and redraws the plots beside it (POINT-goodput-METRIC.png): after a change to how goodput is
+read, or for a sweep that was stopped before its end.
 """
 
 from __future__ import annotations
@@ -212,23 +215,37 @@ def plot(results: dict[str, Any], path: str, metric: str) -> str:
     return path
 
 
-def render(results: dict[str, Any], path: str, plot_prefix: str) -> None:
-    """Goodput and comparisons into ``results``, written to ``path`` before anything optional;
-    then the plots (``plot_prefix`` + goodput-METRIC.png); then the tables on stdout."""
+def evaluate(results: dict[str, Any]) -> None:
+    """Goodput per scheduler and the comparisons, read from ``results``' runs, into ``results``."""
     results["schedulers"] = schedulers(results["runs"], results["seeds"], results.get("chosen", {}))
     results["comparison"] = comparison(results["schedulers"])
-    dump(results, path)
-    if results["schedulers"]:
-        for metric in METRICS:
-            optional_plot(lambda out: plot(results, out, metric), f"{plot_prefix}goodput-{metric}.png")
+
+
+def show(results: dict[str, Any]) -> None:
+    """The tables and the comparisons on stdout."""
     print(table(results))
     print(json.dumps(results["comparison"], indent=1))
 
 
+def render(results: dict[str, Any], path: str, plot_prefix: str) -> None:
+    """Goodput and comparisons into ``results``, written to ``path`` before anything optional;
+    then the plots (``plot_prefix`` + goodput-METRIC.png); then the tables on stdout."""
+    evaluate(results)
+    dump(results, path)
+    if results["schedulers"]:
+        for metric in METRICS:
+            optional_plot(lambda out: plot(results, out, metric), f"{plot_prefix}goodput-{metric}.png")
+    show(results)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m examples.pd.report", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m examples.pd.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", help="a sweep's results file (results.json or POINT-results.json)")
-    path = parser.parse_args(argv).results
+    parser.add_argument("--write", action="store_true",
+                        help="store the goodput and comparisons in the file and redraw its plots")
+    args = parser.parse_args(argv)
+    path = args.results
     try:
         with open(path) as f:
             results = json.load(f)
@@ -236,10 +253,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{path}: {error}")
     missing = [k for k in ("runs", "seeds", "slo", "model", "workload") if k not in results]
     if missing:
-        parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)}")
-    name = os.path.basename(path)
-    prefix = name[:-len("results.json")] if name.endswith("results.json") else ""
-    render(results, path, os.path.join(os.path.dirname(path), prefix))
+        parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)} (the files of "
+                     "benchmarks/results/2026-12-03-h200-pd-engine, from an earlier version of the example, "
+                     "are reported by the README beside them)")
+    try:
+        if args.write:
+            name = os.path.basename(path)
+            prefix = name[:-len("results.json")] if name.endswith("results.json") else ""
+            render(results, path, os.path.join(os.path.dirname(path), prefix))
+        else:
+            evaluate(results)
+            show(results)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader (head, less) stopped reading: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
