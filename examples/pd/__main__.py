@@ -5,6 +5,9 @@ Run from the repository root (needs a CUDA GPU; nothing is downloaded):
 
     python -m examples.pd --quick          # smoke run: 4 layers, short runs, 2 rates, one seed
     python -m examples.pd                  # the sweep: 32 layers, both seeds, both metrics
+                                           # (about 165 runs, some 50 min on an H200; it prints
+                                           # its own estimate first; --time-budget-s and --resume
+                                           # split it into shorter calls)
     python -m examples.pd --layers 16 --rates 4,8,12 --schedulers chunked,pd-overlap --admission spf
 
 The engine is Llama-3-8B-shaped (hidden 4096, 32 query and 8 KV heads of 128, SwiGLU 14336,
