@@ -253,9 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{path}: {error}")
     missing = [k for k in ("runs", "seeds", "slo", "model", "workload") if k not in results]
     if missing:
-        parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)} (the files of "
-                     "benchmarks/results/2026-12-03-h200-pd-engine, from an earlier version of the example, "
-                     "are reported by the README beside them)")
+        parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)} (the single-run files "
+                     "of the example's earlier version are not read here: the README beside them reports them)")
     try:
         if args.write:
             name = os.path.basename(path)
