@@ -72,10 +72,12 @@ extensions = [cpp_extension.CppExtension(
 # The raw driver calls the benchmarks compare against (benchmarks/), in a module of their own
 # that installs only when asked for: TORCH_GREEN_CONTEXTS_BENCHMARKS=1 pip install ...
 BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
+# The core sources csrc/bench links; tests/test_packaging.py links them without a GPU.
+BENCH_CORE_SOURCES = ("driver_api.cpp", "errors.cpp", "warnings.cpp")
 if os.environ.get(BENCHMARKS_ENV) == "1":
     extensions.append(cpp_extension.CppExtension(
         name="torch_green_contexts._bench",
-        sources=[os.path.join("csrc", "core", f) for f in ("driver_api.cpp", "errors.cpp", "warnings.cpp")]
+        sources=[os.path.join("csrc", "core", f) for f in BENCH_CORE_SOURCES]
         + ["csrc/bench/driver_baseline.cpp", "csrc/python/bench.cpp"],
         libraries=["dl"],
         **COMMON,

@@ -1,7 +1,10 @@
-"""Packaging: the torch-version check at import, and a wheel that installs in a fresh venv."""
+"""Packaging: the torch-version check at import, a wheel that installs in a fresh venv, and the
+benchmark module's sources."""
 
+import ast
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -106,3 +109,24 @@ def _wheel_files(wheel):
 
     with zipfile.ZipFile(wheel) as archive:
         return archive.namelist()
+
+
+def _bench_core_sources() -> list[str]:
+    """setup.py's BENCH_CORE_SOURCES, read without running setup.py."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BENCH_CORE_SOURCES" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError("setup.py defines no BENCH_CORE_SOURCES")
+
+
+def test_the_benchmark_baseline_links_with_the_core_sources_setup_py_gives_it(tmp_path):
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    sources = [str(ROOT / "csrc" / "core" / name) for name in _bench_core_sources()]
+    sources.append(str(ROOT / "csrc" / "bench" / "driver_baseline.cpp"))
+    result = subprocess.run([compiler, "-std=c++17", "-shared", "-fPIC", "-O0", "-Wl,--no-undefined",
+                             f"-I{ROOT / 'csrc'}", *sources, "-ldl", "-lpthread", "-o", str(tmp_path / "bench.so")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
