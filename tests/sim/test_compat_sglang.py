@@ -28,6 +28,7 @@ def test_against_the_simulated_driver(monkeypatch, sms_of_handle, raised, assert
         ((20, 16, 0), RuntimeError, "The SMs of the created streams are not equal to the input SMs, expected: 20, 16"),
         ((16, 20, 0), RuntimeError, "not equal to the input SMs"),  # 20 is not the rest: not exact
         ((16, 100, 0), RuntimeError, "not equal to the input SMs"),
+        ((100, 32, 0), RuntimeError, "nearest counts it can give: 96, 104"),  # the rest goes second
         ((0, 8, 0), RuntimeError, "SM counts must be positive"),
         ((8, -8, 0), RuntimeError, "SM counts must be positive"),
         ((100, 40, 0), RuntimeError, "Not enough SMs available for the requested configuration"),

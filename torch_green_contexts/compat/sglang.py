@@ -5,7 +5,7 @@ Replace ``from sgl_kernel import spatial`` with
 ``from torch_green_contexts.compat import sglang as spatial``::
 
     total = spatial.get_sm_available(gpu_id)                             # 132 on an H200
-    prefill, decode = spatial.create_greenctx_stream_by_value(total - 24, 24, gpu_id)
+    prefill, decode = spatial.create_greenctx_stream_by_value(104, total - 104, gpu_id)  # decode: the rest
 
 Beyond the original: the two partitions come from one split (disjoint on every driver), a
 stream keeps its green context alive, and contexts whose streams are dropped are reused.
