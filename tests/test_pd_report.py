@@ -278,3 +278,46 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path, monkeypatch):
     with os.fdopen(write_end, "w") as closed_pipe:
         monkeypatch.setattr("sys.stdout", closed_pipe)
         assert main([str(path)]) == 0
+
+
+def test_a_figure_not_run_on_every_seed_is_marked_provisional(tmp_path, capsys):
+    from examples.pd.report import main
+
+    static = Config("static", "64 SMs", 64, "fcfs")
+    runs = RUNS + [entry(static, 1, 2.0, summary(1.0)), entry(static, 1, 6.0, summary(1.0)),
+                   entry(static, 1, 8.0, summary(0.5, 2.0))]
+    fams = schedulers(runs, [1, 2])
+    assert fams["static"]["distserve"]["all_seeds"] is False
+    d = comparison(fams)["distserve"]
+    assert d["best_green"] == "static"  # the highest mean, though only seed 1 ran it
+    assert d["over_chunked"]["provisional"] == ["static"] and d["over_streams"]["provisional"] == ["static"]
+    assert comparison(schedulers(RUNS, [1, 2]))["distserve"]["over_streams"]["provisional"] == []
+    results = {"runs": runs, "seeds": [1, 2], "workload": "today", "chosen": {}, "model": {"layers": 4},
+               "slo": {"ttft_ms": 500.0, "tpot_ms": 40.0}, "device": {"name": "test GPU"},
+               "incomplete": "the time budget ran out before static, 64 SMs, fcfs, seed 2 at 2 req/s"}
+    path = tmp_path / "today-results.json"
+    path.write_text(json.dumps(results))
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Incomplete sweep: the time budget ran out before static, 64 SMs, fcfs, seed 2")
+    assert "| static split | distserve | 64 SMs, fcfs | 6.40 | - | 6.40 | - |" in out
+    assert "A spread of -: the configuration has not run on every seed" in out
+    assert "- DistServe: best green-context scheduler static split (64 SMs, fcfs), 6.40 req/s" in out
+    assert "provisional: static split not run on every seed" in out
+    assert '"best_green"' not in out  # the JSON only with --json
+    assert main([str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("\n{") + 1:])["distserve"]["over_chunked"]["provisional"] == ["static"]
+
+
+def test_the_report_names_a_layout_profile_given_for_a_results_file(tmp_path, capsys):
+    from examples.pd.report import main
+
+    for text, message in (('{"kind": "LayoutProfile", "settings": {}}', "is a layout profile (what python -m "
+                           "examples.pd --layout-profile reuses), not a sweep's results file"),
+                          ("[1, 2]", "is not a sweep's results file: it holds a JSON list")):
+        path = tmp_path / "file.json"
+        path.write_text(text)
+        with pytest.raises(SystemExit) as exit_info:
+            main([str(path)])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err

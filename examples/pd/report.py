@@ -5,8 +5,8 @@ file again, without a GPU, and changes nothing:
 
     python -m examples.pd.report benchmarks/results/DIR/POINT-results.json
 
-prints the goodput of every scheduler per metric and seed, every run, and the comparisons read
-from the file's runs. With --write it also stores that goodput and those comparisons in the file
+prints whether the sweep is complete, the goodput of every scheduler per metric and seed, every
+run, and the comparisons read from the file's runs (--json: as the JSON stored in the file). With --write it also stores that goodput and those comparisons in the file
 and redraws the plots beside it (POINT-goodput-METRIC.png): after a change to how goodput is
 read, or for a sweep that was stopped before its end.
 """
@@ -102,7 +102,8 @@ def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
 def comparison(families: dict[str, Any]) -> dict[str, Any]:
     """Per metric: the best green-context scheduler (highest mean goodput) over chunked prefill
     and over plain streams: the ratio of mean goodputs, and ``tie`` when the difference is
-    within the larger of the two seeds' spreads."""
+    within the larger of the two seeds' spreads. ``provisional`` names the schedulers of a
+    comparison whose figure has not run on every seed (its spread is unknown)."""
     out: dict[str, Any] = {}
     for metric in METRICS:
         green = {n: families[n][metric] for n in GREEN if metric in families.get(n, {})}
@@ -119,7 +120,8 @@ def comparison(families: dict[str, Any]) -> dict[str, Any]:
             entry[f"over_{base}"] = {
                 "ratio": green[best]["mean"] / other["mean"] if other["mean"] > 0 else None,
                 "baseline": other["mean"], "baseline_config": other["best"],
-                "verdict": "tie" if abs(diff) <= spread else "green wins" if diff > 0 else "baseline wins"}
+                "verdict": "tie" if abs(diff) <= spread else "green wins" if diff > 0 else "baseline wins",
+                "provisional": [n for n, f in ((best, green[best]), (base, other)) if not f["all_seeds"]]}
         out[metric] = entry
     return out
 
@@ -142,8 +144,12 @@ def goodput_table(results: dict[str, Any]) -> str:
         for metric, m in fam.items():
             cells = [(f"{_rate(m['seeds'][s]['goodput'])}" + ("+" if m["seeds"][s]["how"] == "highest measured" else ""))
                      if s in m["seeds"] else "-" for s in seeds]
+            spread = _rate(m["spread"]) if m["all_seeds"] else "-"
             lines.append(f"| {NAMES[name]} | {metric} | {m['best']} | " + " | ".join(cells)
-                         + f" | {_rate(m['mean'])} | {_rate(m['spread'])} |")
+                         + f" | {_rate(m['mean'])} | {spread} |")
+    if any(not m["all_seeds"] for fam in results["schedulers"].values() for m in fam.values()):
+        lines.append("\nA spread of -: the configuration has not run on every seed; its mean is of the seeds "
+                     "that ran it.")
     return "\n".join(lines)
 
 
@@ -221,13 +227,41 @@ def evaluate(results: dict[str, Any]) -> None:
     results["comparison"] = comparison(results["schedulers"])
 
 
-def show(results: dict[str, Any]) -> None:
-    """The tables and the comparisons on stdout."""
+SHORT_METRIC = {"distserve": "DistServe", "p99": "P99"}
+
+
+def summary(results: dict[str, Any]) -> str:
+    """The comparisons as Markdown, a line per metric and baseline."""
+    families, lines = results["schedulers"], []
+    for metric, c in results["comparison"].items():
+        lines.append(f"- {SHORT_METRIC.get(metric, metric)}: best green-context scheduler "
+                     f"{NAMES[c['best_green']]} ({c['config']}), {_rate(c['goodput'])} req/s")
+        for base in BASELINES:
+            o = c.get(f"over_{base}")
+            if o is None:
+                continue
+            ratio = "-" if o["ratio"] is None else f"{o['ratio']:.2f}x"
+            spreads = ", ".join(f"{NAMES[n]} {_rate(families[n][metric]['spread'])}" for n in (c["best_green"], base)
+                                if families[n][metric]["all_seeds"])
+            line = (f"  - {ratio} {NAMES[base]} ({o['baseline_config']}, {_rate(o['baseline'])} req/s): "
+                    f"{o['verdict']}" + (f" (spreads: {spreads})" if spreads else ""))
+            if o.get("provisional"):
+                line += "; provisional: " + ", ".join(NAMES[n] for n in o["provisional"]) + " not run on every seed"
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def show(results: dict[str, Any], as_json: bool = False) -> None:
+    """The state of the sweep, the tables and the comparisons on stdout (``as_json``: the
+    comparisons as the JSON stored in the file)."""
+    if results.get("incomplete"):
+        print(f"Incomplete sweep: {results['incomplete']} (--resume continues it).\n")
     print(table(results))
-    print(json.dumps(results["comparison"], indent=1))
+    print()
+    print(json.dumps(results["comparison"], indent=1) if as_json else summary(results))
 
 
-def render(results: dict[str, Any], path: str, plot_prefix: str) -> None:
+def render(results: dict[str, Any], path: str, plot_prefix: str, as_json: bool = False) -> None:
     """Goodput and comparisons into ``results``, written to ``path`` before anything optional;
     then the plots (``plot_prefix`` + goodput-METRIC.png); then the tables on stdout."""
     evaluate(results)
@@ -235,7 +269,7 @@ def render(results: dict[str, Any], path: str, plot_prefix: str) -> None:
     if results["schedulers"]:
         for metric in METRICS:
             optional_plot(lambda out: plot(results, out, metric), f"{plot_prefix}goodput-{metric}.png")
-    show(results)
+    show(results, as_json)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", help="a sweep's results file (results.json or POINT-results.json)")
     parser.add_argument("--write", action="store_true",
                         help="store the goodput and comparisons in the file and redraw its plots")
+    parser.add_argument("--json", action="store_true", help="print the comparisons as the JSON stored in the file")
     args = parser.parse_args(argv)
     path = args.results
     try:
@@ -251,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
             results = json.load(f)
     except (OSError, ValueError) as error:
         parser.error(f"{path}: {error}")
+    if isinstance(results, dict) and results.get("kind") == "LayoutProfile":
+        parser.error(f"{path} is a layout profile (what python -m examples.pd --layout-profile reuses), "
+                     "not a sweep's results file")
+    if not isinstance(results, dict):
+        parser.error(f"{path} is not a sweep's results file: it holds a JSON {type(results).__name__}")
     missing = [k for k in ("runs", "seeds", "slo", "model", "workload") if k not in results]
     if missing:
         parser.error(f"{path} is not a sweep's results file: it has no {', '.join(missing)} (the single-run files "
@@ -259,10 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.write:
             name = os.path.basename(path)
             prefix = name[:-len("results.json")] if name.endswith("results.json") else ""
-            render(results, path, os.path.join(os.path.dirname(path), prefix))
+            render(results, path, os.path.join(os.path.dirname(path), prefix), as_json=args.json)
         else:
             evaluate(results)
-            show(results)
+            show(results, as_json=args.json)
         sys.stdout.flush()
     except BrokenPipeError:  # the reader (head, less) stopped reading: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
