@@ -17,7 +17,9 @@ LIBRARY = pathlib.Path(__file__).parent / "cpp" / "build" / "libtgc_simdriver.so
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 
 needs_sim = pytest.mark.skipif(not LIBRARY.exists(),
-                               reason="simulated driver not built (scripts/run_tests.sh builds it)")
+                               reason="simulated driver not built: cmake -S tests/cpp -B tests/cpp/build && "
+                                      "cmake --build tests/cpp/build --target tgc_simdriver "
+                                      "(or scripts/run_tests.sh)")
 
 # Put at the top of every script: the simulated driver's controls and the checks of
 # tests/sim/controls.py (fail_next, live, calls, fails, raised, assert_nothing_in_use,
