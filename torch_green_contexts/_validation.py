@@ -90,6 +90,32 @@ def as_positive_us(name: str, value: Any) -> float:
     return float(value)
 
 
+_PLAIN = (int, float)
+
+
+def check_non_negative(name: str, value: Any, what: str) -> None:
+    """TypeError unless ``value`` is a real number (bool excluded), ValueError unless it is
+    finite and 0 or more; ``what`` says what ``name`` is. Cheap for an int or a float (the
+    policies check every step's figures)."""
+    if type(value) in _PLAIN and 0 <= value < math.inf:
+        return
+    if not is_number(value):
+        raise TypeError(f"{name} must be a number ({what}), got {type(value).__name__} ({value!r})")
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number of 0 or more ({what}), got {value!r}")
+
+
+def check_has(name: str, value: Any, what: str, attributes: Sequence[str]) -> None:
+    """TypeError, saying ``name`` must be ``what``, when ``value`` is a class or lacks one of
+    ``attributes`` (a stand-in with all of them passes)."""
+    missing = [a for a in attributes if not hasattr(value, a)]
+    if isinstance(value, type):
+        raise TypeError(f"{name} must be {what}, got the class {value.__name__} itself")
+    if missing:
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}, which has no "
+                        f"{' or '.join(missing)}")
+
+
 def as_device_id(value: Any) -> int | None:
     """None or a non-negative int; range against the machine is checked by the core."""
     if value is None:

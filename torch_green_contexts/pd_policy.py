@@ -35,6 +35,8 @@ from .layouts import Layout, Layouts
 
 __all__ = ["PrefillDecodePolicy"]
 
+_PLAIN, _INF = (int, float), math.inf
+
 
 class PrefillDecodePolicy:
     """Picks a layout of ``layouts`` per step from a decode step's modelled latency.
@@ -61,6 +63,8 @@ class PrefillDecodePolicy:
                  sample_every: int = 1, max_pending: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
+        _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
+                              ("keys", "__getitem__", "switch"))
         self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", _validation.as_finite("tpot_slo_us", tpot_slo_us))
         self.headroom = _validation.as_number_in("headroom", headroom, below=1.0)
         self.slack_share = _validation.as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
@@ -98,12 +102,12 @@ class PrefillDecodePolicy:
         tokens waiting for prefill; ``tpot_slack_us``: the smallest TPOT slack of the running
         requests (their token budget so far less the time they took); ``ttft_slack_us``: the
         smallest TTFT slack of the waiting prompts (None: unknown). Never waits for the GPU."""
+        _check_point(batch, context_tokens)
         self._steps += 1
         self._corrections.tick()
         if self._timer.pending and self._steps % self._read_every == 0:
             self.update()
-        key = self._current = self.choose(batch, context_tokens, prefill_tokens=prefill_tokens,
-                                          tpot_slack_us=tpot_slack_us, ttft_slack_us=ttft_slack_us)
+        key = self._current = self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
         layout = self.layouts.switch(key, ordering=self._ordering)
         self._chosen[key] += 1
         self._timer.begin(key, (batch, context_tokens), layout.latency_stream, self._steps, timed=batch > 0)
@@ -125,6 +129,11 @@ class PrefillDecodePolicy:
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
                tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
+        _check_point(batch, context_tokens)
+        return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
+
+    def _choose(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
+                ttft_slack_us: float | None) -> _layout_build.LayoutKey:
         if batch <= 0:
             return self._most_prefill
         if prefill_tokens <= 0:
@@ -133,7 +142,7 @@ class PrefillDecodePolicy:
         current = self._layouts.get(self._current) if self._current is not None else None
         fastest, fastest_us = self._most_decode, math.inf
         for key in self._by_prefill:
-            estimate = self.estimate(key, batch, context_tokens)
+            estimate = self._estimate(key, batch, context_tokens)
             fewer_decode_sms = current is not None and self._layouts[key].sm_count < current.sm_count
             if estimate <= (budget * (1.0 - self._hysteresis) if fewer_decode_sms else budget):
                 return key
@@ -143,6 +152,10 @@ class PrefillDecodePolicy:
 
     def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
         """The corrected latency estimate (us) of a decode step on layout ``key``."""
+        _check_point(batch, context_tokens)
+        return self._estimate(key, batch, context_tokens)
+
+    def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float) -> float:
         return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
 
     def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
@@ -168,3 +181,10 @@ class PrefillDecodePolicy:
     def __repr__(self) -> str:
         return (f"PrefillDecodePolicy(tpot_slo_us={self.tpot_slo_us:g}, percentile={self._percentile}, "
                 f"layouts={list(self._layouts)}, ordering={self._ordering!r})")
+
+
+def _check_point(batch: Any, context_tokens: Any) -> None:
+    if type(batch) in _PLAIN and type(context_tokens) in _PLAIN and 0 <= batch < _INF and 0 <= context_tokens < _INF:
+        return  # the common case of every step, without a call
+    _validation.check_non_negative("batch", batch, "the decode batch size")
+    _validation.check_non_negative("context_tokens", context_tokens, "the context tokens of the batch in all")

@@ -66,6 +66,8 @@ class SplitPolicy:
                  hysteresis: float = 0.05) -> None:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
+        _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
+                              ("counts", "__getitem__", "switch"))
         slo_us = _validation.as_positive_us("slo_us", _validation.as_finite("slo_us", slo_us))
         headroom = _validation.as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
         hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")

@@ -95,6 +95,7 @@ class LatencyProfile:
 
     @classmethod
     def from_json(cls, text: str) -> LatencyProfile:
+        """The profile :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
         data = json_object(text, "LatencyProfile")
         with reading("LatencyProfile"):
             results = [SizingResult.from_dict(r) for r in data["results"]]

@@ -131,6 +131,7 @@ class SizingResult:
 
     @classmethod
     def from_json(cls, text: str) -> SizingResult:
+        """The result :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
         data = json_object(text, "SizingResult")
         with reading("SizingResult"):
             return cls.from_dict(data)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 from typing import Any, Hashable, Iterable
 
+from .._validation import check_non_negative
 from ._json_input import json_object, reading
 from ._sizing_result import Latency, check_percentile
 
@@ -129,6 +130,8 @@ class LayoutProfile:
     def latency(self, key: Hashable, batch: float, context_tokens: float = 0, percentile: int = 99) -> float:
         """The modelled ``percentile`` latency (us) of a step of ``batch`` requests holding
         ``context_tokens`` tokens in all, on layout ``key``."""
+        check_non_negative("batch", batch, "the decode batch size")
+        check_non_negative("context_tokens", context_tokens, "the context tokens of the batch in all")
         return self.cost(key, percentile).at(batch, context_tokens)
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -141,6 +144,7 @@ class LayoutProfile:
 
     @classmethod
     def from_json(cls, text: str) -> LayoutProfile:
+        """The profile :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
         data = json_object(text, "LayoutProfile")
         measured: dict[Hashable, dict[Point, Latency]] = {}
         layouts: dict[Hashable, tuple[int, int, int]] = {}
