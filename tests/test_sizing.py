@@ -85,6 +85,7 @@ def test_json_round_trip_and_relative_columns():
     back = SizingResult.from_json(text)
     assert back == r
     assert SizingResult.from_json(result(with_load=False).to_json()) == result(with_load=False)
+    assert SizingResult.from_json(text.encode()) == back  # UTF-8 bytes, as a file opened in binary gives
 
 
 def test_table_lists_every_row_and_the_plain_streams():

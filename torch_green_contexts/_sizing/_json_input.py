@@ -1,6 +1,6 @@
 """Reading the JSON the sizing results write: text that is not JSON, a path given for the text,
 the wrong kind of JSON, or a damaged one, is a ValueError that says what was expected, never a
-bare KeyError (an argument that is neither a str nor a path: a TypeError)."""
+bare KeyError (an argument that is neither text, UTF-8 bytes nor a path: a TypeError)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,13 @@ def _not_a_path(text: Any, what: str) -> ValueError | None:
 
 
 def json_object(text: str, what: str) -> dict[str, Any]:
-    """The top-level object of ``text``, which must be the JSON ``what.to_json`` writes."""
+    """The top-level object of ``text``, which must be the JSON ``what.to_json`` writes (a str,
+    or UTF-8 bytes as a file opened in binary gives)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as decode_error:
+            raise ValueError(f"{what}.from_json takes JSON text, and these bytes are not UTF-8 ({decode_error})") from None
     if not isinstance(text, str):
         error = _not_a_path(text, what)
         if error is not None:
