@@ -24,15 +24,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only redraw the table and plots of a saved results.json into --out")
     args = parser.parse_args(argv)
     if args.replot:
-        from . import report
-
-        with open(args.replot) as f:
-            saved = json.load(f)
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "table.md"), "w") as f:
-            f.write(report.markdown(saved) + "\n")
-        print("wrote", ", ".join([os.path.join(args.out, "table.md"), *report.plots(saved, args.out)]))
-        return 0
+        return replot(parser, args.replot, args.out)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SUITES))
     if unknown:
@@ -93,6 +85,79 @@ def main(argv: list[str] | None = None) -> int:
     print(report.markdown(results))
     print("wrote", ", ".join([os.path.join(args.out, "results.json"), os.path.join(args.out, "table.md"),
                               *written]))
+    return 0
+
+
+# What --replot reads: the results.json this command writes (its environment, then each suite's
+# results under the suite's name, the table's targets beside them).
+EXPECTED = (f"a results.json that python -m benchmarks writes (an 'environment' and the results of at least one "
+            f"of the suites {', '.join(SUITES)})")
+
+# Other JSON files of this repository, told apart by keys only they have at their top level.
+OTHER_FILES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("rows", "plain", "device", "settings"), "a SizingResult (what torch_green_contexts.sizing.measure returns "
+                                              "as JSON; examples/serving.py's sizing.json)"),
+    (("params", "results", "settings"), "a LatencyProfile (what torch_green_contexts.sizing.profile returns as JSON)"),
+    (("sized_split_meets_deadline",), "the results of examples/serving.py (serving.json)"),
+    (("per_rank_ms",), "the results of python -m benchmarks.distributed"),
+    (("slo", "capacity_rps"), "the results of python -m examples.pd"),
+    (("machine", "rows"), "the compatibility matrix of scripts/compat_matrix.sh (matrix.json)"),
+    (("create_stream_kernel_destroy",), "the figures of the GPU reliability tests (tests/gpu, reliability.json)"),
+    (("fuzz",), "the figures of the GPU reliability tests (tests/gpu, reliability.json)"),
+)
+
+
+def recognise(data: dict[str, Any]) -> str | None:
+    """What another file of this repository ``data`` is, in words; None when it is none of them."""
+    if isinstance(data.get("kind"), str):  # the sizing results that say their kind (LayoutProfile)
+        return f"a {data['kind']} (the JSON of torch_green_contexts.sizing's {data['kind']})"
+    return next((what for keys, what in OTHER_FILES if all(k in data for k in keys)), None)
+
+
+def not_results(data: Any) -> str | None:
+    """Why ``data`` (a parsed JSON file) is not what --replot reads; None when it is."""
+    if not isinstance(data, dict):
+        return f"it holds a JSON {type(data).__name__}"
+    if isinstance(data.get("environment"), dict) and any(suite in data for suite in SUITES):
+        return None
+    other = recognise(data)
+    if other is not None:
+        return f"it is {other}"
+    if not isinstance(data.get("environment"), dict):
+        return "it has no 'environment'" if "environment" not in data else "its 'environment' is no JSON object"
+    return f"it has the results of none of the suites {', '.join(SUITES)}"
+
+
+def replot(parser: argparse.ArgumentParser, path: str, out: str) -> int:
+    """--replot: table.md and the plots of the results.json at ``path``, into ``out``. An
+    unusable file is a usage error (exit 2, one line) that writes nothing."""
+    from . import report
+
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+    except OSError as error:
+        parser.error(f"--replot: cannot read {path}: {error.strerror or error}")
+    except ValueError as error:  # json.JSONDecodeError, and UnicodeDecodeError of a binary file
+        parser.error(f"--replot: {path} is not a JSON file ({error}); it takes {EXPECTED}")
+    problem = not_results(saved)
+    if problem is not None:
+        parser.error(f"--replot: {path} is not {EXPECTED}: {problem}")
+    damaged = (KeyError, TypeError, AttributeError, IndexError, ValueError)
+    try:
+        table = report.markdown(saved)
+    except damaged as error:
+        parser.error(f"--replot: {path} is a damaged results.json: its table cannot be made "
+                     f"({type(error).__name__}: {error})")
+    os.makedirs(out, exist_ok=True)
+    try:
+        written = report.plots(saved, out)
+    except damaged as error:
+        parser.error(f"--replot: {path} is a damaged results.json: its plots cannot be drawn "
+                     f"({type(error).__name__}: {error})")
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    print("wrote", ", ".join([os.path.join(out, "table.md"), *written]))
     return 0
 
 

@@ -1,5 +1,8 @@
 """The benchmarks' statistics, targets and report, on synthetic results (no GPU needed)."""
 
+import json
+import pathlib
+
 import pytest
 
 from benchmarks import report
@@ -178,3 +181,90 @@ def test_prefill_decode_profile_plot(tmp_path):
     pytest.importorskip("matplotlib")
     written = report.plots({"pd": _synthetic_pd()}, str(tmp_path))
     assert [p.rsplit("/", 1)[1] for p in written] == ["profile.png"]
+
+
+# ---- python -m benchmarks --replot FILE: only a results.json of python -m benchmarks is drawn ----
+
+RESULTS = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+def _replot(path, out, capsys):
+    """main(--replot path --out out): the exit status, and the error line when it failed."""
+    from benchmarks.__main__ import main
+
+    try:
+        status = main(["--replot", str(path), "--out", str(out)])
+    except SystemExit as exit:
+        status = exit.code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == (0 if status == 0 else 1), err
+    return status, (errors[0] if errors else "")
+
+
+def test_replot_of_a_results_file_writes_the_table(tmp_path, capsys):
+    results = _synthetic()
+    results["targets"] = report.targets(results)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    out = tmp_path / "out"
+    status, _ = _replot(path, out, capsys)
+    assert status == 0
+    table = (out / "table.md").read_text()
+    assert table == report.markdown(results) + "\n" and "| Stream() median host cost | 1.50 us |" in table
+
+
+@pytest.mark.parametrize("name, what", [
+    ("2026-12-03-h200/serving.json", "it is the results of examples/serving.py"),
+    ("2026-12-03-compat/matrix.json", "it is the compatibility matrix of scripts/compat_matrix.sh"),
+    ("2026-12-02-h200/reliability.json", "it is the figures of the GPU reliability tests"),
+    ("2026-12-02-h200/distributed-one-gpu.json", "it is the results of python -m benchmarks.distributed"),
+    ("2026-12-03-h200-pd-engine/profile.json", "it is a LatencyProfile"),
+    ("2026-12-04-h200-pd-sweep/chat-32-layers-layout-profile.json", "it is a LayoutProfile"),
+    ("2026-12-04-h200-pd-sweep/chat-32-layers-results.json", "it is the results of python -m examples.pd"),
+])
+def test_replot_refuses_the_other_results_files_saying_what_they_are(name, what, tmp_path, capsys):
+    path = RESULTS / name
+    if not path.exists():
+        pytest.skip(f"{path} is not in this checkout")
+    out = tmp_path / "out"
+    status, error = _replot(path, out, capsys)
+    assert status == 2
+    assert f"--replot: {path} is not a results.json that python -m benchmarks writes" in error
+    assert "'environment'" in error and "memory, stream" in error  # what it expects
+    assert error.endswith(what) or what + " (" in error, error
+    assert not out.exists(), "nothing written for an unusable file"
+
+
+@pytest.mark.parametrize("text, said", [
+    ("not json at all\n", "is not a JSON file (Expecting value"),
+    ("{\"environment\": {", "is not a JSON file ("),
+    ("[1, 2]", "it holds a JSON list"),
+    ("{\"stream\": {}}", "it has no 'environment'"),
+    ("{\"environment\": [], \"stream\": {}}", "its 'environment' is no JSON object"),
+    ("{\"environment\": {\"gpu\": \"x\"}, \"targets\": []}", "it has the results of none of the suites memory"),
+    ("{\"environment\": {\"gpu\": \"x\"}, \"stream\": {\"rounds\": 3}}",
+     "is a damaged results.json: its table cannot be made (KeyError: 'results')"),
+])
+def test_replot_refuses_what_it_cannot_draw_in_one_line(text, said, tmp_path, capsys):
+    path = tmp_path / "given.json"
+    path.write_text(text)
+    out = tmp_path / "out"
+    status, error = _replot(path, out, capsys)
+    assert status == 2
+    assert error.startswith(f"python -m benchmarks: error: --replot: {path} ") and said in error, error
+    assert not (out / "table.md").exists()
+
+
+def test_replot_of_a_binary_or_missing_file_is_a_usage_error(tmp_path, capsys):
+    binary = tmp_path / "plot.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    status, error = _replot(binary, tmp_path / "out", capsys)
+    assert status == 2 and f"{binary} is not a JSON file" in error
+    missing = tmp_path / "missing.json"
+    status, error = _replot(missing, tmp_path / "out", capsys)
+    assert status == 2 and error.endswith(f"--replot: cannot read {missing}: No such file or directory")
+    status, error = _replot(tmp_path, tmp_path / "out", capsys)
+    assert status == 2 and f"cannot read {tmp_path}: Is a directory" in error
+    assert not (tmp_path / "out").exists()
