@@ -1,12 +1,13 @@
 """The arguments of :class:`~torch_green_contexts.layouts.Layouts` checked, before any context
-is made: the latency SM counts, the overlapped layouts' floors (against the device), the
-orderings of a switch and the roles of a handoff. The policies take the same orderings."""
+is made: the latency SM counts, the overlapped layouts' floors (against the device; those no
+device allows even without one), the orderings of a switch and the roles of a handoff. The
+policies take the same orderings."""
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ._validation import as_count, as_sequence
+from ._validation import as_count, as_sequence, device_unreadable
 
 ORDERINGS = ("full", "per_role")
 ROLES = ("latency", "batch")
@@ -36,6 +37,25 @@ def layout_requests(latency_sms: Any, overlapped: Any) -> tuple[list[int], list[
     if len(set(pairs)) != len(pairs):
         raise ValueError(f"overlapped has repeated floors: {pairs}")
     return counts, pairs
+
+
+def check_without_device(counts: list[int], pairs: list[tuple[int, int]], device_id: int | None) -> None:
+    """The counts and floors no device allows, named when device ``device_id`` cannot be read (no
+    driver, no such device): negative counts, negative floors, floors both 0. When the device can
+    be read, :func:`check_counts` and :func:`check_floors` reject them, with the device's figures."""
+    negative = [k for k in counts if k < 0]
+    wrong = [(a, b) for a, b in pairs if a < 0 or b < 0 or a + b == 0]
+    if not (negative or wrong) or not device_unreadable(device_id):
+        return
+    if negative:
+        raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and the SM count of "
+                         f"the device (every SM to the latency side), got {negative}")
+    latency_floor, batch_floor = wrong[0]
+    where = f"overlapped layout ({latency_floor}, {batch_floor})"
+    if latency_floor < 0 or batch_floor < 0:
+        raise ValueError(f"{where}: floors must be multiples of the smallest partition of the device, of 0 or more")
+    raise ValueError(f"{where}: at least one floor must be positive (with no floors both sides share every SM: "
+                     "that is the end layout of all the device's SMs)")
 
 
 def check_counts(counts: list[int], total: int, device: int) -> None:

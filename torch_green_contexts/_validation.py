@@ -126,6 +126,21 @@ def as_device_id(value: Any) -> int | None:
     return device
 
 
+def device_unreadable(device_id: Any) -> bool:
+    """Whether the SM count of ``device_id`` (None: PyTorch's current device) cannot be read:
+    no driver, no device, no such device. Asked only on the way to an error, about a count no
+    device allows: when the device can be read, the device's own check reports the count, with
+    the device's figures; when it cannot, the check that needs no device names the count,
+    rather than the driver's or the device's absence hiding it. A ``device_id`` that is no
+    device index at all raises as :func:`as_device_id` does."""
+    device = as_device_id(device_id)
+    try:
+        _C.device_sm_count(_C.resolve_device(device))
+    except RuntimeError:
+        return True
+    return False
+
+
 def check_workqueue(scope: Any, limit: Any) -> tuple[_C.WorkqueueScope | None, int | None]:
     """The workqueue options as the core takes them (the core names the scopes it knows)."""
     if scope is not None:

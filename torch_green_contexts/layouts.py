@@ -108,6 +108,7 @@ class Layouts:
         if latency_priority is not None:
             latency_priority = _validation.as_count("latency_priority", latency_priority, "an int or None")
         self._ordering = _layout_args.check_ordering(ordering)
+        _layout_args.check_without_device(counts, pairs, _validation.as_device_id(device_id))
         device = _device.resolve_device(device_id)
         total = _C.device_sm_count(device)
         _layout_args.check_counts(counts, total, device)

@@ -67,13 +67,21 @@ def available_counts(device_id: int | None = None) -> list[int]:
     return counts
 
 
-def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
+def _requested_counts(counts: Any) -> list[int] | None:
+    """``counts`` checked as far as no device is needed: None, or ints of 1 or more, at least one."""
     if counts is None:
-        return list(allowed)
+        return None
     chosen = [_validation.as_int_at_least("counts entries", c, 1)
               for c in _validation.as_sequence("counts", counts, "a sequence of SM counts")]
     if not chosen:
         raise ValueError("counts must name at least one SM count")
+    return chosen
+
+
+def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
+    chosen = _requested_counts(counts)
+    if chosen is None:
+        return list(allowed)
     wrong = sorted({c for c in chosen if c not in allowed})
     if wrong:
         raise ValueError(f"this device cannot be split exactly into {wrong} SMs and the rest; "
@@ -112,8 +120,9 @@ def measure(
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    requested = _requested_counts(counts)  # what needs no device, before the device is looked up
     device = _device.resolve_device(device_id)
-    chosen = _check_counts(counts, available_counts(device))
+    chosen = _check_counts(requested, available_counts(device))
     return _sweep.sweep(device, chosen, [fn], options, "sizing")[0]
 
 
@@ -146,8 +155,9 @@ def profile(
         raise TypeError(f"make_step must be callable, got {type(make_step).__name__}")
     chosen_params = _check_params(params)
     options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
+    requested = _requested_counts(counts)  # what needs no device, before the device is looked up
     device = _device.resolve_device(device_id)
-    chosen = _check_counts(counts, available_counts(device))
+    chosen = _check_counts(requested, available_counts(device))
     steps = []
     for p in chosen_params:
         step = make_step(p)

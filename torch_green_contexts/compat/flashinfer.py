@@ -74,10 +74,7 @@ def get_sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
 def get_cudevice(dev: torch.device) -> CUdevice:
     """The CUDA device of a CUDA ``torch.device`` (index ``None``: the current device), checked
     against the devices the driver sees (RuntimeError when out of range)."""
-    if not isinstance(dev, torch.device):
-        raise TypeError(f"dev must be a torch.device, got {type(dev).__name__}")
-    if dev.type != "cuda":
-        raise ValueError(f"dev must be a CUDA device, got {dev}")
+    _check_cuda_device(dev)
     return CUdevice(_device.resolve_device(dev.index))
 
 
@@ -179,6 +176,9 @@ def split_device_green_ctx(
     >>> [r.sm.smCount for r in resources]      # an H200
     [16, 16, 100]
     """
+    _check_cuda_device(dev)  # the arguments first: their checks need no device
+    _validation.as_int_at_least("num_groups", num_groups, 1)
+    _validation.as_int_at_least("min_count", min_count, 0)
     cu_dev = get_cudevice(dev)
     results, remaining = split_resource(get_device_resource(cu_dev), num_groups, min_count)
     _check_remainder(remaining, f"{num_groups} group{'' if num_groups == 1 else 's'} of min_count={min_count}")
@@ -200,12 +200,13 @@ def split_device_green_ctx_by_sm_count(
     >>> [r.sm.smCount for r in resources]      # an H200
     [8, 16, 24, 84]
     """
-    cu_dev = get_cudevice(dev)
-    resource = get_device_resource(cu_dev)
+    _check_cuda_device(dev)  # the arguments first: their checks need no device
     counts = _validation.as_sequence("sm_counts", sm_counts, "a list")
     for count in counts:
         if _validation.as_count("sm_counts entries", count) <= 0:
             raise ValueError(f"SM count must be positive, got {count}")
+    cu_dev = get_cudevice(dev)
+    resource = get_device_resource(cu_dev)
     results, remaining = split_resource_by_sm_count(cu_dev, resource, counts)
     _check_remainder(remaining, f"SM counts {list(counts)}")
     resources = results + [remaining]
@@ -213,6 +214,14 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
+
+
+def _check_cuda_device(dev: Any) -> None:
+    """That ``dev`` is a CUDA ``torch.device`` (its index is checked against the driver later)."""
+    if not isinstance(dev, torch.device):
+        raise TypeError(f"dev must be a torch.device, got {type(dev).__name__}")
+    if dev.type != "cuda":
+        raise ValueError(f"dev must be a CUDA device, got {dev}")
 
 
 def _device_of(cu_dev: Any) -> int:

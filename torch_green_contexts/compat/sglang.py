@@ -45,10 +45,10 @@ def create_greenctx_stream_by_value(
     ``SM_b`` one too, unless the two take every SM (then ``SM_b`` is the rest, whatever its
     size). The streams keep their green contexts alive.
     """
-    device = _device.resolve_device(device_id)
     a, b = _validation.as_count("SM_a", SM_a), _validation.as_count("SM_b", SM_b)
     if a <= 0 or b <= 0:
         raise RuntimeError(f"SM counts must be positive, got SM_a={a}, SM_b={b}")
+    device = _device.resolve_device(device_id)
     total = _C.device_sm_count(device)
     if a + b > total:
         raise RuntimeError(
@@ -100,9 +100,15 @@ def create_asymmetric_overlapped_greenctx_stream_by_value(
     counts are exact, never rounded. The streams keep their contexts alive, and contexts whose
     streams are dropped are reused, so calling this in a loop leaks nothing.
     """
-    device = _device.resolve_device(device_id)
     prefill_floor = _validation.as_count("prefill_reserved_sm", prefill_reserved_sm)
     decode_floor = _validation.as_count("decode_reserved_sm", decode_reserved_sm)
+    if (prefill_floor <= 0 or decode_floor <= 0) and _validation.device_unreadable(device_id):
+        # Not positive on any device. With a device to read, the check below names it with the
+        # device's smallest partition; without one (no driver), it is named here.
+        raise RuntimeError(
+            f"reserved SM counts must be positive multiples of the smallest partition of the device, "
+            f"got prefill_reserved_sm={prefill_floor}, decode_reserved_sm={decode_floor}")
+    device = _device.resolve_device(device_id)
     step, total = _layout_build.granularity(device), _C.device_sm_count(device)
     if prefill_floor <= 0 or decode_floor <= 0 or prefill_floor % step or decode_floor % step:
         raise RuntimeError(
