@@ -95,9 +95,6 @@ EXPECTED = (f"a results.json that python -m benchmarks writes (an 'environment' 
 
 # Other JSON files of this repository, told apart by keys only they have at their top level.
 OTHER_FILES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("rows", "plain", "device", "settings"), "a SizingResult (what torch_green_contexts.sizing.measure returns "
-                                              "as JSON; examples/serving.py's sizing.json)"),
-    (("params", "results", "settings"), "a LatencyProfile (what torch_green_contexts.sizing.profile returns as JSON)"),
     (("sized_split_meets_deadline",), "the results of examples/serving.py (serving.json)"),
     (("per_rank_ms",), "the results of python -m benchmarks.distributed"),
     (("slo", "capacity_rps"), "the results of python -m examples.pd"),
@@ -109,8 +106,11 @@ OTHER_FILES: tuple[tuple[tuple[str, ...], str], ...] = (
 
 def recognise(data: dict[str, Any]) -> str | None:
     """What another file of this repository ``data`` is, in words; None when it is none of them."""
-    if isinstance(data.get("kind"), str):  # the sizing results that say their kind (LayoutProfile)
-        return f"a {data['kind']} (the JSON of torch_green_contexts.sizing's {data['kind']})"
+    from torch_green_contexts._sizing._json_input import kind_of
+
+    kind = kind_of(data)  # SizingResult, LatencyProfile, LayoutProfile: as their from_json tells them
+    if kind is not None:
+        return f"a {kind} (the JSON of torch_green_contexts.sizing's {kind}; its from_json reads it)"
     return next((what for keys, what in OTHER_FILES if all(k in data for k in keys)), None)
 
 

@@ -40,44 +40,40 @@ def layout_requests(latency_sms: Any, overlapped: Any) -> tuple[list[int], list[
 
 
 def check_without_device(counts: list[int], pairs: list[tuple[int, int]], device_id: int | None) -> None:
-    """The counts and floors no device allows, named when device ``device_id`` cannot be read (no
-    driver, no such device): negative counts, negative floors, floors both 0. When the device can
-    be read, :func:`check_counts` and :func:`check_floors` reject them, with the device's figures."""
-    negative = [k for k in counts if k < 0]
-    wrong = [(a, b) for a, b in pairs if a < 0 or b < 0 or a + b == 0]
-    if not (negative or wrong) or not device_unreadable(device_id):
-        return
-    if negative:
-        raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and the SM count of "
-                         f"the device (every SM to the latency side), got {negative}")
-    latency_floor, batch_floor = wrong[0]
-    where = f"overlapped layout ({latency_floor}, {batch_floor})"
-    if latency_floor < 0 or batch_floor < 0:
-        raise ValueError(f"{where}: floors must be multiples of the smallest partition of the device, of 0 or more")
-    raise ValueError(f"{where}: at least one floor must be positive (with no floors both sides share every SM: "
-                     "that is the end layout of all the device's SMs)")
+    """The counts and floors no device allows (negative counts, negative floors, floors both 0),
+    named when device ``device_id`` cannot be read (no driver, no such device); when it can be
+    read, the checks with its figures name them."""
+    if any(k < 0 for k in counts) or any(a < 0 or b < 0 or a + b == 0 for a, b in pairs):
+        if device_unreadable(device_id):
+            check_counts(counts, None, None)
+            check_floors(pairs, None, None, None)
 
 
-def check_counts(counts: list[int], total: int, device: int) -> None:
-    """Every latency SM count within the device's ``total`` SMs."""
-    wrong = [k for k in counts if not 0 <= k <= total]
+def check_counts(counts: list[int], total: int | None, device: int | None) -> None:
+    """Every latency SM count within the device's ``total`` SMs (None: not known, only 0 or more)."""
+    wrong = [k for k in counts if k < 0 or (total is not None and k > total)]
     if wrong:
-        raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and "
-                         f"{total} (every SM of device {device} to the latency side), got {wrong}")
+        bound = ("the SM count of the device (every SM to the latency side)" if total is None
+                 else f"{total} (every SM of device {device} to the latency side)")
+        raise ValueError(f"latency_sms entries must be between 0 (every SM to batch work) and {bound}, got {wrong}")
 
 
-def check_floors(pairs: list[tuple[int, int]], step: int, total: int, device: int) -> None:
+def check_floors(pairs: list[tuple[int, int]], step: int | None, total: int | None, device: int | None) -> None:
     """Every pair of floors multiples of ``step`` SMs, at least one of them positive, leaving
-    SMs of the device's ``total`` to share."""
+    SMs of the device's ``total`` to share (``step`` and ``total`` None: not known, so only what
+    no device allows)."""
     for latency_floor, batch_floor in pairs:
         where = f"overlapped layout ({latency_floor}, {batch_floor})"
-        if latency_floor < 0 or batch_floor < 0 or latency_floor % step or batch_floor % step:
-            raise ValueError(f"{where}: floors must be multiples of {step} SMs (the smallest partition of "
-                             f"device {device}) of 0 or more")
+        unaligned = step is not None and bool(latency_floor % step or batch_floor % step)
+        if latency_floor < 0 or batch_floor < 0 or unaligned:
+            size = ("the smallest partition of the device, of 0 or more" if step is None
+                    else f"{step} SMs (the smallest partition of device {device}) of 0 or more")
+            raise ValueError(f"{where}: floors must be multiples of {size}")
         if latency_floor + batch_floor == 0:
+            end = "of all the device's SMs" if total is None else f"{total}"
             raise ValueError(f"{where}: at least one floor must be positive (with no floors both sides share "
-                             f"every SM: that is the end layout {total})")
-        if latency_floor + batch_floor >= total:
+                             f"every SM: that is the end layout {end})")
+        if total is not None and latency_floor + batch_floor >= total:
             raise ValueError(f"{where}: the floors take {latency_floor + batch_floor} of the {total} SMs of "
                              f"device {device}, leaving none to share; leave at least one")
 

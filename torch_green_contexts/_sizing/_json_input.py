@@ -17,7 +17,7 @@ KEYS = {
 }
 
 
-def _kind_of(data: dict[str, Any]) -> str | None:
+def kind_of(data: dict[str, Any]) -> str | None:
     if isinstance(data.get("kind"), str):
         return str(data["kind"])
     return next((kind for kind, keys in KEYS.items() if all(k in data for k in keys)), None)
@@ -62,7 +62,7 @@ def json_object(text: str, what: str) -> dict[str, Any]:
     writer = f"{what}.to_json writes it"
     if not isinstance(data, dict):
         raise ValueError(f"not the JSON of a {what} ({writer}): its top level is a JSON {type(data).__name__}")
-    kind = _kind_of(data)
+    kind = kind_of(data)
     if kind is not None and kind != what:
         raise ValueError(f"not the JSON of a {what} ({writer}): it is the JSON of a {kind}; read it with "
                          f"{kind}.from_json")
