@@ -59,7 +59,7 @@ RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the alloca
 # follow the runs made so far, so a --rerun may change them; a budget's runs are the same whatever
 # the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
-                        "rates", "budgets")
+                        "rates", "budgets", "more_slack_shares")
 
 
 class Progress:
@@ -258,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
                     results[f"{name}_candidates"] = why
                 elif name == "chunked":
                     configs = [Config(name, f"budget {b}", b, first) for b in s.budgets]
+                elif name in ("pd", "pd-overlap"):
+                    configs = [Config(name, label, share, first) for label, share in cli.policy_shares(s)]
                 else:
                     configs = [Config(name, "", None, first)]
                 chosen = sweep.family(configs, s.admission[1:])
@@ -291,8 +293,9 @@ def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any, trace_f
     per_run = [expected_run_s(trace_for(s, r, s.seeds[0]), costs, s.duration_cap_s or run_cap(
         trace_for(s, r, s.seeds[0]), slo)) for r in coarse]
     families = s.schedulers
-    configs = sum(len(s.budgets) if n == "chunked" else s.static_candidates if n.startswith("static") else 1
-                  for n in families) + 2 * (len(s.admission) - 1) * len(families)
+    per_family = {"chunked": len(s.budgets), "static": s.static_candidates, "static-overlap": s.static_candidates,
+                  "pd": len(cli.policy_shares(s)), "pd-overlap": len(cli.policy_shares(s))}
+    configs = sum(per_family.get(n, 1) for n in families) + 2 * (len(s.admission) - 1) * len(families)
     coarse_s = configs * sum(per_run)
     refine_s = len(families) * 2 * (s.min_rates * len(s.seeds) - len(coarse)) * max(per_run)
     return (f"estimate: coarse pass {configs} configurations x {len(coarse)} rates, about {coarse_s / 60:.0f} min; "

@@ -62,7 +62,7 @@ class Bench:
         wants = set(s.schedulers)
         self.disjoint = self.overlapped = None
         self.profile: sizing.LayoutProfile | None = None
-        self.pd: dict[str, Any] = {}
+        self.pd: dict[tuple[str, float], Any] = {}  # (scheduler, slack_share) -> its policy
         self.split_policy = None
         if wants & {"static", "pd", "policy"}:
             self.disjoint = Layouts(counts, device_id=s.device, latency_priority=self.high, ordering="per_role")
@@ -101,8 +101,9 @@ class Bench:
         print(self.profile.table())
         for name, layouts in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
             if layouts is not None and name in s.schedulers:
-                self.pd[name] = PrefillDecodePolicy(self.profile, layouts, tpot_slo_us=self.slo.tpot * 1e6,
-                                                    headroom=s.policy_headroom, slack_share=s.slack_share)
+                for _, share in cli.policy_shares(s):
+                    self.pd[name, share] = PrefillDecodePolicy(self.profile, layouts, tpot_slo_us=self.slo.tpot * 1e6,
+                                                               headroom=s.policy_headroom, slack_share=share)
         return {"layout_profile": {"keys": [str(k) for k in self.profile.keys],
                                    "seconds": self.profile.settings.get("seconds")}}
 
@@ -162,9 +163,9 @@ class Bench:
         if name == "static-overlap":
             return StaticLanes(self.overlapped, config.param, OVERLAP_PREFIX)
         if name == "pd":
-            return TwoSloLanes(self.pd["pd"], self.disjoint)
+            return TwoSloLanes(self.pd["pd", config.param], self.disjoint)
         if name == "pd-overlap":
-            return TwoSloLanes(self.pd["pd-overlap"], self.overlapped, OVERLAP_PREFIX)
+            return TwoSloLanes(self.pd["pd-overlap", config.param], self.overlapped, OVERLAP_PREFIX)
         if name == "policy":
             return PolicyLanes(self.split_policy, self.disjoint)
         raise ValueError(f"no lanes for scheduler {name!r}")

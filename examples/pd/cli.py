@@ -56,6 +56,7 @@ class Settings:
     static_candidates: int
     policy_headroom: float
     slack_share: float
+    more_slack_shares: tuple[float, ...]
     chunk: int
     piece_layers: int
     prefill_depth: int
@@ -171,6 +172,9 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--static-candidates", type=int, help="static splits (and overlapped layouts) to run (default 3; 1 with --quick)")
     add("--policy-headroom", type=float, default=0.05, help="the headroom argument of both policies (default 0.05)")
     add("--slack-share", type=float, default=0.5, help="the slack_share argument of PrefillDecodePolicy (default 0.5)")
+    add("--more-slack-shares", type=_list(float, "slack shares"), default=(),
+        help="further slack_share values the two-SLO policies also run at, each a configuration of its own "
+        "(labelled 'slack S'); 0 holds every step to the TPOT SLO, for the P99 metric (default: none)")
     add("--chunk", type=int, default=2048, help="prefill batch, tokens, of the overlapping schedulers (default 2048)")
     add("--piece-layers", type=int, help="layers per prefill piece (default layers/8, at least 1)")
     add("--prefill-depth", type=int, default=2, help="prefill pieces kept queued (default 2)")
@@ -228,13 +232,19 @@ def parse(argv: Sequence[str] | None = None, doc: str | None = None) -> Settings
         values["max_slots"] = 32 if a.max_slots is None else a.max_slots
     if values["piece_layers"] is None:
         values["piece_layers"] = max(1, values["layers"] // 8)
-    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun"):
+    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares"):
         values[name] = tuple(dict.fromkeys(values[name]))
     settings = Settings(**values)
     error = check(settings)
     if error:
         p.error(error)
     return settings
+
+
+def policy_shares(s: Settings) -> list[tuple[str, float]]:
+    """The two-SLO policies' configurations as (label, slack_share): --slack-share unlabelled
+    (as sweeps before --more-slack-shares recorded it), then each of --more-slack-shares."""
+    return [("", s.slack_share)] + [(f"slack {v:g}", v) for v in s.more_slack_shares]
 
 
 def settings_dict(s: Settings) -> dict[str, Any]:
@@ -293,6 +303,10 @@ def check(s: Settings) -> str | None:
             return f"{name} must be at least 0 and below 1, got {value}"
     if not 0 <= s.slack_share <= 1:
         return f"--slack-share must be between 0 and 1, got {s.slack_share}"
+    if any(not 0 <= v <= 1 for v in s.more_slack_shares):
+        return f"--more-slack-shares must all be between 0 and 1, got {','.join(map(str, s.more_slack_shares))}"
+    if s.slack_share in s.more_slack_shares:
+        return f"--more-slack-shares repeats --slack-share ({s.slack_share:g}), which runs anyway"
     if s.poll_us < 0:
         return f"--poll-us must not be negative, got {s.poll_us}"
     if not 0 <= s.stop_below <= 1:
