@@ -199,19 +199,18 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(s, engine, total, counts)
     costs, slo = bench.costs, bench.slo
     if earlier:  # the resumed runs were judged against the earlier SLOs: keep them, and its rates
-        slo = bench.slo = Slo(ttft=earlier["slo"]["ttft_ms"] / 1e3, tpot=earlier["slo"]["tpot_ms"] / 1e3)
+        slo = bench.slo = Slo.from_json(earlier["slo"])
     capacity_rps = capacity(lengths_of(s, s.seeds[0]), costs)
     coarse = sorted(s.rates) if s.rates else earlier.get("coarse_rates") or rates_from(capacity_rps, s.load_fractions)
     results.update(costs={"decode_step_ms": costs.decode_step_s * 1e3, "decode_batch": costs.decode_batch,
                           "context": s.context, "prefill_ms": costs.prefill_s * 1e3, "prefill_tokens": s.max_prompt},
-                   slo={"ttft_ms": slo.ttft * 1e3, "tpot_ms": slo.tpot * 1e3,
+                   slo={**slo.to_json(),
                         "ttft_from": "--ttft-slo-ms" if s.ttft_slo_ms else f"{s.ttft_slo_x:g} x prefill_ms",
                         "tpot_from": "--tpot-slo-ms" if s.tpot_slo_ms else f"{s.tpot_slo_x:g} x decode_step_ms"},
                    capacity_rps=capacity_rps, coarse_rates=coarse,
                    traces={str(seed): describe(lengths_of(s, seed)) for seed in s.seeds}, runs=[])
     say(f"reference: decode step of {costs.decode_batch} x {s.context} tokens {costs.decode_step_s * 1e3:.2f} ms, "
-        f"prefill of {s.max_prompt} tokens {costs.prefill_s * 1e3:.1f} ms; SLOs: TTFT {slo.ttft * 1e3:.0f} ms, "
-        f"TPOT {slo.tpot * 1e3:.1f} ms; capacity ~{capacity_rps:.2f} req/s; coarse rates "
+        f"prefill of {s.max_prompt} tokens {costs.prefill_s * 1e3:.1f} ms; SLOs: {slo.describe()}; capacity ~{capacity_rps:.2f} req/s; coarse rates "
         f"{', '.join(f'{r:.3g}' for r in coarse)}")
     say(estimate(s, coarse, costs, slo, trace_for))
     out = os.path.join(s.out, "results.json")

@@ -57,7 +57,8 @@ class Bench:
         engine.capture(self.plain.lane)
         self.costs = engine.measure_costs(self.plain.lane, min(32, engine.model.slots), s.context, s.max_prompt, s.chunk)
         self.slo = Slo(ttft=s.ttft_slo_ms / 1e3 if s.ttft_slo_ms else s.ttft_slo_x * self.costs.prefill_s,
-                       tpot=s.tpot_slo_ms / 1e3 if s.tpot_slo_ms else s.tpot_slo_x * self.costs.decode_step_s)
+                       tpot=s.tpot_slo_ms / 1e3 if s.tpot_slo_ms else s.tpot_slo_x * self.costs.decode_step_s,
+                       ttft_per_token=(s.ttft_slo_ms_per_token or 0.0) / 1e3)
         self.high = torch.cuda.Stream.priority_range()[1]  # type: ignore[call-arg]
         wants = set(s.schedulers)
         self.disjoint = self.overlapped = None
@@ -145,7 +146,7 @@ class Bench:
             return profile.latency(key, bucket, context, percentile=99) if key in profile.measured else None
 
         def prefill_fits(batch_sms: int) -> bool:
-            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= self.slo.ttft / 2
+            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= self.slo.ttft_for(self.s.max_prompt) / 2
 
         chosen = static_candidates(options, decode_us, prefill_fits, self.slo.tpot * 1e6, self.s.static_candidates)
         why = {"bucket": bucket, "context_tokens": context, "candidates": [str(k) for k in chosen],

@@ -37,6 +37,7 @@ class Settings:
     aging_ms: float | None
     budgets: tuple[int, ...]
     ttft_slo_ms: float | None
+    ttft_slo_ms_per_token: float | None
     tpot_slo_ms: float | None
     ttft_slo_x: float
     tpot_slo_x: float
@@ -150,6 +151,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--aging-ms", type=float, help="a request waiting this long goes ahead under spf (default half the TTFT SLO)")
     add("--budgets", type=_list(int, "token budgets"), help="chunked-prefill token budgets, decode rows included (default 128,256,512,1024,2048)")
     add("--ttft-slo-ms", type=float, help="TTFT SLO in ms (default: --ttft-slo-x times the longest prompt's prefill)")
+    add("--ttft-slo-ms-per-token", type=float, help="a request's TTFT SLO grows with its prompt: the larger of "
+        "the TTFT SLO and this many ms a prompt token (SGLang's rule for 8B models: 1) (default: one SLO for all)")
     add("--tpot-slo-ms", type=float, help="TPOT SLO in ms (default: --tpot-slo-x times the reference decode step)")
     add("--ttft-slo-x", type=float, default=5.0, help="TTFT SLO over the prefill of a --max-prompt prompt alone (default 5)")
     add("--tpot-slo-x", type=float, default=5.0, help="TPOT SLO over the reference decode step alone (default 5)")
@@ -274,7 +277,8 @@ def check(s: Settings) -> str | None:
             return f"{name} must all be positive, got {','.join(map(str, lists))}"
     if s.rates is not None and len(set(s.rates)) != len(s.rates):
         return f"--rates has repeated rates: {','.join(map(str, s.rates))}"
-    for name, number in (("--ttft-slo-ms", s.ttft_slo_ms), ("--tpot-slo-ms", s.tpot_slo_ms),
+    for name, number in (("--ttft-slo-ms", s.ttft_slo_ms), ("--ttft-slo-ms-per-token", s.ttft_slo_ms_per_token),
+                         ("--tpot-slo-ms", s.tpot_slo_ms),
                          ("--ttft-slo-x", s.ttft_slo_x), ("--tpot-slo-x", s.tpot_slo_x), ("--aging-ms", s.aging_ms),
                          ("--duration-cap-s", s.duration_cap_s), ("--prompt-median", s.prompt_median),
                          ("--output-median", s.output_median), ("--arrival-s", s.arrival_s),

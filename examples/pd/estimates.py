@@ -53,7 +53,7 @@ def run_cap(trace: Sequence[Request], slo: Slo, margin_s: float = 1.0) -> float:
     if it just met both SLOs, plus ``margin_s``. Every request meeting its SLOs has finished by
     then, so counting the unfinished ones as misses misjudges none."""
     longest = max(r.output for r in trace)
-    return trace[-1].arrival + slo.ttft + (longest - 1) * slo.tpot + margin_s
+    return trace[-1].arrival + max(slo.ttft_for(r.prompt) for r in trace) + (longest - 1) * slo.tpot + margin_s
 
 
 def expected_run_s(trace: Sequence[Request], costs: Costs, cap_s: float, step_factor: float = 2.0) -> float:

@@ -19,7 +19,8 @@ run's start); the summaries report milliseconds.
   the trace's requests (a request without a first token counts as infinitely late) and the P99
   of the time between tokens are both within their SLOs. Its figure of merit is the P99 margin,
   the larger of the two P99s over their SLOs; a rate passes at 1 or below, and the rate where the
-  margin crosses 1 is interpolated as for attainment.
+  margin crosses 1 is interpolated as for attainment. Where the TTFT SLO grows with the prompt
+  (:class:`Slo`), the TTFT part is the P99 of each request's TTFT over its own SLO.
 - Decode steps: each step's latency from its launch on the host to the host holding its
   sampled tokens, and the share of steps within the TPOT SLO.
 """
@@ -40,10 +41,36 @@ METRIC_NAMES = {"distserve": "DistServe goodput (90% of requests meet TTFT and T
 
 @dataclasses.dataclass(frozen=True)
 class Slo:
-    """The service-level objectives every request is judged against, in seconds."""
+    """The service-level objectives every request is judged against, in seconds. A request's
+    TTFT SLO grows with its prompt when ``ttft_per_token`` is set: the larger of ``ttft`` and
+    ``ttft_per_token`` times its prompt tokens (SGLang's rule for 8B models: 1 s, or 1 ms a
+    prompt token)."""
 
     ttft: float
     tpot: float
+    ttft_per_token: float = 0.0
+
+    def ttft_for(self, prompt: int) -> float:
+        """The TTFT SLO of a request with ``prompt`` prompt tokens."""
+        return max(self.ttft, prompt * self.ttft_per_token)
+
+    def describe(self) -> str:
+        """``TTFT 1000 ms, TPOT 20.0 ms``, the TTFT part as ``max(1000 ms, 1 ms a prompt token)``
+        when it grows with the prompt."""
+        ttft = f"{self.ttft * 1e3:.0f} ms"
+        if self.ttft_per_token:
+            ttft = f"max({ttft}, {self.ttft_per_token * 1e3:g} ms a prompt token)"
+        return f"TTFT {ttft}, TPOT {self.tpot * 1e3:.1f} ms"
+
+    def to_json(self) -> dict[str, float]:
+        """The figures a results file records (milliseconds)."""
+        return {"ttft_ms": self.ttft * 1e3, "tpot_ms": self.tpot * 1e3, "ttft_ms_per_token": self.ttft_per_token * 1e3}
+
+    @classmethod
+    def from_json(cls, figures: dict[str, Any]) -> Slo:
+        """The SLOs of a results file (files older than ``ttft_ms_per_token`` have one TTFT SLO)."""
+        return cls(ttft=figures["ttft_ms"] / 1e3, tpot=figures["tpot_ms"] / 1e3,
+                   ttft_per_token=figures.get("ttft_ms_per_token", 0.0) / 1e3)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +98,7 @@ class RequestRecord:
 
     def meets(self, slo: Slo) -> bool:
         ttft, tpot = self.ttft, self.tpot
-        return ttft is not None and tpot is not None and ttft <= slo.ttft and tpot <= slo.tpot
+        return ttft is not None and tpot is not None and ttft <= slo.ttft_for(self.prompt) and tpot <= slo.tpot
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,13 +159,16 @@ def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
     steps = [s.seconds for s in log.steps]
     tokens = sum(r.tokens for r in records)
     ttft_p99 = percentile([math.inf if t is None else t for t in (r.ttft for r in records)], 99) if n else math.inf
+    # Over each request's own TTFT SLO (with one SLO for all, the P99 TTFT over that SLO).
+    ttft_p99_share = percentile([math.inf if r.ttft is None else r.ttft / slo.ttft_for(r.prompt)
+                                 for r in records], 99) if n else math.inf
     itl_p99 = percentile(log.gaps, 99) if log.gaps else 0.0
-    margin = max(ttft_p99 / slo.ttft, itl_p99 / slo.tpot)
+    margin = max(ttft_p99_share, itl_p99 / slo.tpot)
     return {
         "requests": n,
         "finished": len(finished),
         "attainment": sum(r.meets(slo) for r in records) / n if n else 0.0,
-        "ttft_met": sum(1 for t in ttfts if t <= slo.ttft) / n if n else 0.0,
+        "ttft_met": sum(1 for r in records if r.ttft is not None and r.ttft <= slo.ttft_for(r.prompt)) / n if n else 0.0,
         "tpot_met": sum(1 for t in tpots if t <= slo.tpot) / n if n else 0.0,
         "ttft_ms": spread_ms(ttfts),
         "tpot_ms": spread_ms(tpots),

@@ -21,7 +21,7 @@ import sys
 from typing import Any, Sequence
 
 from .._plots import optional_plot
-from .metrics import METRIC_NAMES, METRICS, metric_goodput
+from .metrics import METRIC_NAMES, METRICS, Slo, metric_goodput
 
 NAMES = {
     "chunked": "chunked prefill",
@@ -213,7 +213,7 @@ def plot(results: dict[str, Any], path: str, metric: str) -> str:
     ax.legend(fontsize=7)
     slo, dev = results["slo"], results.get("device", {})
     ax.set_title(f"{METRIC_NAMES[metric]}\n{results['model']['layers']} layers, {results['workload']}, "
-                 f"{dev.get('name', 'GPU')}; TTFT {slo['ttft_ms']:.0f} ms, TPOT {slo['tpot_ms']:.1f} ms; "
+                 f"{dev.get('name', 'GPU')}; {Slo.from_json(slo).describe()}; "
                  "solid: first seed, dashed: second", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
