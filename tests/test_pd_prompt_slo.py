@@ -84,3 +84,25 @@ def test_the_option_is_checked_and_must_match_on_resuming(tmp_path, capsys):
     assert load_resume(cli.parse(["--quick", "--resume", str(path)]))["runs"] == []
     with pytest.raises(SystemExit, match="settings differ in ttft_slo_ms_per_token"):
         load_resume(cli.parse(["--quick", "--ttft-slo-ms-per-token", "1", "--resume", str(path)]))
+
+
+def test_shortest_prompt_first_ages_each_request_at_half_its_own_ttft_slo():
+    from examples.pd.admission import FCFS, Order, order_for
+
+    spf = order_for("spf", SGLANG.ttft, SGLANG.ttft_per_token)
+    assert spf == Order("spf", 0.5, 0.5e-3)
+    assert spf.label == "SPF, aging max(500 ms, 0.5 ms a prompt token)"
+    assert order_for("spf", 1.0) == Order("spf", 0.5) and order_for("fcfs", 1.0, 1e-3) == FCFS
+    assert order_for("spf", 1.0, 1e-3, aging_s=0.2) == Order("spf", 0.2)  # --aging-ms: one aging for all
+    short, long = Request(0, 3.4, prompt=600, output=2), Request(1, 0.0, prompt=8000, output=2)
+    # At 3.5 s the 8000-token prompt has waited 3.5 s of its 4 s aging: the shorter prompt goes first
+    # (with one aging of 0.5 s for all, the long one would have gone ahead at 0.5 s).
+    waiting = [long, short]
+    spf.sort(waiting, 3.5)
+    assert waiting == [short, long]
+    spf.sort(waiting, 3.8)  # both unaged still
+    assert waiting == [short, long]
+    spf.sort(waiting, 4.0)  # the long prompt has aged, the short one (0.6 s) too: the older first
+    assert waiting == [long, short]
+    with pytest.raises(ValueError, match="aging_per_token must not be negative"):
+        Order("spf", 1.0, -1.0)

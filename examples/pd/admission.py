@@ -4,7 +4,9 @@ prefilled. Plain Python (no torch).
 - ``fcfs``: first come, first served.
 - ``spf``: shortest prompt first, with aging: a request that has waited ``aging_s`` or longer
   goes ahead of every request that has not (the oldest of them first), so that a long prompt
-  behind a stream of short ones is delayed by at most about ``aging_s``.
+  behind a stream of short ones is delayed by at most about ``aging_s``. With
+  ``aging_per_token``, a request ages after the larger of ``aging_s`` and that much a prompt
+  token (half of a TTFT SLO that grows with the prompt ages each request at half its own SLO).
 
 A request whose prefill has begun stays first in the prefill queue whatever the order: part of
 its KV cache is written, and finishing it first is what the schedulers being compared do.
@@ -28,18 +30,21 @@ class Order:
 
     name: str = "fcfs"
     aging_s: float = math.inf
+    aging_per_token: float = 0.0
 
     def __post_init__(self) -> None:
         if self.name not in ORDERS:
             raise ValueError(f"admission order must be one of {', '.join(ORDERS)}, got {self.name!r}")
         if not self.aging_s > 0:
             raise ValueError(f"aging_s must be positive, got {self.aging_s!r}")
+        if not self.aging_per_token >= 0:
+            raise ValueError(f"aging_per_token must not be negative, got {self.aging_per_token!r}")
 
     def key(self, request: Request, now: float) -> tuple[float, ...]:
         """Smaller goes first."""
         if self.name == "fcfs":
             return (request.arrival, request.id)
-        if now - request.arrival >= self.aging_s:
+        if now - request.arrival >= max(self.aging_s, self.aging_per_token * request.prompt):
             return (0, request.arrival, request.id)
         return (1, request.prompt, request.arrival, request.id)
 
@@ -49,10 +54,26 @@ class Order:
 
     @property
     def label(self) -> str:
-        return "FCFS" if self.name == "fcfs" else f"SPF, aging {self.aging_s * 1e3:g} ms"
+        if self.name == "fcfs":
+            return "FCFS"
+        aging = f"{self.aging_s * 1e3:g} ms"
+        if self.aging_per_token:
+            aging = f"max({aging}, {self.aging_per_token * 1e3:g} ms a prompt token)"
+        return f"SPF, aging {aging}"
 
 
 FCFS = Order()
+
+
+def order_for(name: str, ttft_slo_s: float, ttft_per_token: float = 0.0, aging_s: float | None = None) -> Order:
+    """The admission order ``name`` of a run; ``spf`` ages a request after ``aging_s`` or, by
+    default, half its own TTFT SLO (the larger of ``ttft_slo_s`` and ``ttft_per_token`` a
+    prompt token)."""
+    if name != "spf":
+        return Order(name)
+    if aging_s is not None:
+        return Order(name, aging_s)
+    return Order(name, ttft_slo_s / 2, ttft_per_token / 2)
 
 
 @dataclasses.dataclass(eq=False)

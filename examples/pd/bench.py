@@ -14,7 +14,7 @@ from torch_green_contexts.layouts import Layouts
 from torch_green_contexts.pd_policy import PrefillDecodePolicy
 
 from . import cli
-from .admission import Order
+from .admission import order_for
 from .engine import Engine, RealClock
 from .estimates import run_cap
 from .lanes import ChunkedRunner, OverlapRunner, PlainLanes, PolicyLanes, StaticLanes, TwoSloLanes, layout_lane
@@ -176,8 +176,7 @@ class Bench:
         s, engine = self.s, self.engine
         trace = trace_for(s, rate, seed)
         cap = s.duration_cap_s or run_cap(trace, self.slo)
-        aging = (s.aging_ms / 1e3) if s.aging_ms else self.slo.ttft / 2
-        order = Order(config.order, aging if config.order == "spf" else float("inf"))
+        order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, s.aging_ms / 1e3 if s.aging_ms else None)
         settings = LoopSettings(engine.model.slots, engine.buckets, cap, s.poll_us * 1e-6, progress=progress,
                                 order=order, slo=self.slo)
         engine.reset()

@@ -148,7 +148,7 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
         default=DEFAULT_SCHEDULERS, help=f"which to run (default {','.join(DEFAULT_SCHEDULERS)})")
     add("--admission", type=_list(_order, f"orders among {', '.join(ORDERS)}"), default=ORDERS,
         help="admission orders every scheduler runs with: fcfs, spf (shortest prompt first with aging) (default both)")
-    add("--aging-ms", type=float, help="a request waiting this long goes ahead under spf (default half the TTFT SLO)")
+    add("--aging-ms", type=float, help="a request waiting this long goes ahead under spf (default half its TTFT SLO)")
     add("--budgets", type=_list(int, "token budgets"), help="chunked-prefill token budgets, decode rows included (default 128,256,512,1024,2048)")
     add("--ttft-slo-ms", type=float, help="TTFT SLO in ms (default: --ttft-slo-x times the longest prompt's prefill)")
     add("--ttft-slo-ms-per-token", type=float, help="a request's TTFT SLO grows with its prompt: the larger of "
