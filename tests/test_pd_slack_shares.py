@@ -21,8 +21,40 @@ def test_the_default_share_is_unlabelled_and_each_further_share_is_a_configurati
         ("", 1.0), ("slack 0.5", 0.5)]
 
 
+def test_each_family_runs_its_configurations_and_static_candidates_ignore_further_shares():
+    from examples.pd.__main__ import family_configs, static_basis
+
+    s = cli.parse(["--budgets", "256,1024", "--more-slack-shares", "0"])
+    assert family_configs("chunked", s, "spf") == [Config("chunked", "budget 256", 256, "spf"),
+                                                   Config("chunked", "budget 1024", 1024, "spf")]
+    for name in ("pd", "pd-overlap"):
+        assert family_configs(name, s, "fcfs") == [Config(name, "", 0.5, "fcfs"), Config(name, "slack 0", 0.0, "fcfs")]
+    assert family_configs("streams", s, "fcfs") == [Config("streams", "", None, "fcfs")]
+    assert family_configs("pd", cli.parse([]), "fcfs") == [Config("pd", "", 0.5, "fcfs")]
+    runs = [entry(c, 1, 2.0, {"attainment": 1.0}) for c in
+            family_configs("chunked", s, "fcfs") + family_configs("pd", s, "fcfs") + family_configs("pd", s, "spf")
+            + family_configs("pd-overlap", s, "fcfs")]
+    basis = static_basis(runs, ("chunked", "streams", "pd-overlap", "pd"))
+    assert [(r["scheduler"], r["config"]) for r in basis] == [
+        ("chunked", "budget 256, fcfs"), ("chunked", "budget 1024, fcfs"), ("pd", "fcfs"), ("pd", "spf"),
+        ("pd-overlap", "fcfs")]
+    assert static_basis(runs, ("chunked",)) == runs[:2]
+
+
+def test_a_resumed_sweep_keeps_the_shares_it_ran():
+    earlier = cli.settings_dict(cli.parse(["--more-slack-shares", "0"]))
+    assert cli.with_earlier_shares(cli.parse([]), earlier).more_slack_shares == (0.0,)
+    both = cli.with_earlier_shares(cli.parse(["--more-slack-shares", "0.25"]), earlier)
+    assert cli.policy_shares(both) == [("", 0.5), ("slack 0.25", 0.25), ("slack 0", 0.0)]
+    same = cli.parse(["--more-slack-shares", "0"])
+    assert cli.with_earlier_shares(same, earlier) is same
+    older = {k: v for k, v in earlier.items() if k != "more_slack_shares"}  # a file from before the option
+    assert cli.with_earlier_shares(cli.parse([]), older).more_slack_shares == ()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--more-slack-shares", "0,1.5"], "--more-slack-shares must all be between 0 and 1, got 0.0,1.5"),
+    (["--more-slack-shares", "0.1234561,0.1234564"], "differ in digits their labels (6 significant digits) do not show"),
     (["--more-slack-shares", "0.5"], "--more-slack-shares repeats --slack-share (0.5), which runs anyway"),
     (["--more-slack-shares", "x"], "comma-separated slack shares"),
 ])

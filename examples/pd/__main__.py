@@ -42,7 +42,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from . import cli
 from .estimates import capacity, expected_run_s, rates_from, run_cap
@@ -133,6 +133,7 @@ def measured_elsewhere(s: cli.Settings, earlier: dict[str, Any], device: str) ->
 def main(argv: list[str] | None = None) -> int:
     s = cli.parse(argv, __doc__)
     earlier = load_resume(s)
+    s = cli.with_earlier_shares(s, earlier.get("settings", {}))
     import torch
 
     if not torch.cuda.is_available():
@@ -205,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     results.update(costs={"decode_step_ms": costs.decode_step_s * 1e3, "decode_batch": costs.decode_batch,
                           "context": s.context, "prefill_ms": costs.prefill_s * 1e3, "prefill_tokens": s.max_prompt},
                    slo={**slo.to_json(),
-                        "ttft_from": "--ttft-slo-ms" if s.ttft_slo_ms else f"{s.ttft_slo_x:g} x prefill_ms",
+                        "ttft_from": ("--ttft-slo-ms" if s.ttft_slo_ms else f"{s.ttft_slo_x:g} x prefill_ms")
+                        + (" and --ttft-slo-ms-per-token" if s.ttft_slo_ms_per_token else ""),
                         "tpot_from": "--tpot-slo-ms" if s.tpot_slo_ms else f"{s.tpot_slo_x:g} x decode_step_ms"},
                    capacity_rps=capacity_rps, coarse_rates=coarse,
                    traces={str(seed): describe(lengths_of(s, seed)) for seed in s.seeds}, runs=[])
@@ -252,15 +254,10 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 first = s.admission[0]
                 if name.startswith("static"):  # from the runs of the families before it, as when first run
-                    before = [r for r in all_runs() if r["scheduler"] in FAMILIES[:i]]
-                    configs, why = bench.static_configs(name, before, first)
+                    configs, why = bench.static_configs(name, static_basis(all_runs(), FAMILIES[:i]), first)
                     results[f"{name}_candidates"] = why
-                elif name == "chunked":
-                    configs = [Config(name, f"budget {b}", b, first) for b in s.budgets]
-                elif name in ("pd", "pd-overlap"):
-                    configs = [Config(name, label, share, first) for label, share in cli.policy_shares(s)]
                 else:
-                    configs = [Config(name, "", None, first)]
+                    configs = family_configs(name, s, first)
                 chosen = sweep.family(configs, s.admission[1:])
                 results["chosen"][name] = {metric: c.name for metric, c in chosen.items()}
                 results["runs"] = all_runs()
@@ -285,6 +282,24 @@ def host_sleep_us(poll_us: float) -> float | None:
         time.sleep(poll_us * 1e-6)
         times.append(time.perf_counter() - start)
     return sorted(times)[25] * 1e6
+
+
+def family_configs(name: str, s: cli.Settings, order: str) -> list[Config]:
+    """The configurations a scheduler other than the static ones runs, in ``order``: chunked
+    prefill one per budget, the two-SLO policies one per slack share, the others one."""
+    if name == "chunked":
+        return [Config(name, f"budget {b}", b, order) for b in s.budgets]
+    if name in ("pd", "pd-overlap"):
+        return [Config(name, label, share, order) for label, share in cli.policy_shares(s)]
+    return [Config(name, "", None, order)]
+
+
+def static_basis(runs: list[dict[str, Any]], before: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs a static scheduler's candidates are chosen from: those of the families run
+    before it, less the policies' further slack shares, so that adding a share changes no
+    static split's candidates."""
+    return [r for r in runs if r["scheduler"] in before
+            and not (r["scheduler"] in ("pd", "pd-overlap") and r["config"].startswith("slack "))]
 
 
 def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any, trace_for: Any) -> str:

@@ -44,7 +44,8 @@ class Order:
         """Smaller goes first."""
         if self.name == "fcfs":
             return (request.arrival, request.id)
-        if now - request.arrival >= max(self.aging_s, self.aging_per_token * request.prompt):
+        aging = self.aging_s if not self.aging_per_token else max(self.aging_s, self.aging_per_token * request.prompt)
+        if now - request.arrival >= aging:
             return (0, request.arrival, request.id)
         return (1, request.prompt, request.arrival, request.id)
 

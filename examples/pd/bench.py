@@ -130,7 +130,7 @@ class Bench:
     def static_configs(self, scheduler: str, runs: list[dict[str, Any]], order: str) -> tuple[list[Config], dict[str, Any]]:
         """The static splits to run (disjoint or overlapped), chosen from both SLOs: the decode
         step's modelled p99 at the largest bucket the other schedulers reached while meeting the
-        SLOs, and the longest prompt's prefill scaled to the batch side within half the TTFT SLO."""
+        SLOs, and the longest prompt's prefill scaled to the batch side within half its TTFT SLO."""
         assert self.profile is not None
         layouts = self.disjoint if scheduler == "static" else self.overlapped
         assert layouts is not None
@@ -163,10 +163,11 @@ class Bench:
             return StaticLanes(self.disjoint, config.param)
         if name == "static-overlap":
             return StaticLanes(self.overlapped, config.param, OVERLAP_PREFIX)
+        share = self.s.slack_share if config.param is None else config.param
         if name == "pd":
-            return TwoSloLanes(self.pd["pd", config.param], self.disjoint)
+            return TwoSloLanes(self.pd["pd", share], self.disjoint)
         if name == "pd-overlap":
-            return TwoSloLanes(self.pd["pd-overlap", config.param], self.overlapped, OVERLAP_PREFIX)
+            return TwoSloLanes(self.pd["pd-overlap", share], self.overlapped, OVERLAP_PREFIX)
         if name == "policy":
             return PolicyLanes(self.split_policy, self.disjoint)
         raise ValueError(f"no lanes for scheduler {name!r}")

@@ -177,7 +177,8 @@ def parser(doc: str | None = None) -> argparse.ArgumentParser:
     add("--slack-share", type=float, default=0.5, help="the slack_share argument of PrefillDecodePolicy (default 0.5)")
     add("--more-slack-shares", type=_list(float, "slack shares"), default=(),
         help="further slack_share values the two-SLO policies also run at, each a configuration of its own "
-        "(labelled 'slack S'); 0 holds every step to the TPOT SLO, for the P99 metric (default: none)")
+        "(labelled 'slack S'); 0 keeps each step's modelled p99 within the TPOT budget unless a waiting prompt is "
+        "late, for the P99 metric (default: none)")
     add("--chunk", type=int, default=2048, help="prefill batch, tokens, of the overlapping schedulers (default 2048)")
     add("--piece-layers", type=int, help="layers per prefill piece (default layers/8, at least 1)")
     add("--prefill-depth", type=int, default=2, help="prefill pieces kept queued (default 2)")
@@ -250,6 +251,15 @@ def policy_shares(s: Settings) -> list[tuple[str, float]]:
     return [("", s.slack_share)] + [(f"slack {v:g}", v) for v in s.more_slack_shares]
 
 
+def with_earlier_shares(s: Settings, earlier_settings: dict[str, Any]) -> Settings:
+    """``s`` with the --more-slack-shares of the sweep it resumes added: a resumed sweep keeps
+    every share it has run, so that leaving the option out does not drop their runs from the
+    choice of the best configuration."""
+    shares = tuple(dict.fromkeys(s.more_slack_shares + tuple(float(v) for v in
+                                                             earlier_settings.get("more_slack_shares") or ())))
+    return s if shares == s.more_slack_shares else dataclasses.replace(s, more_slack_shares=shares)
+
+
 def settings_dict(s: Settings) -> dict[str, Any]:
     """``s`` as the results file records it (JSON types)."""
     return json.loads(json.dumps(dataclasses.asdict(s)))  # type: ignore[no-any-return]
@@ -311,6 +321,10 @@ def check(s: Settings) -> str | None:
         return f"--more-slack-shares must all be between 0 and 1, got {','.join(map(str, s.more_slack_shares))}"
     if s.slack_share in s.more_slack_shares:
         return f"--more-slack-shares repeats --slack-share ({s.slack_share:g}), which runs anyway"
+    labels = [label for label, _ in policy_shares(s)]
+    if len(set(labels)) < len(labels):
+        return (f"--more-slack-shares {','.join(map(str, s.more_slack_shares))} differ in digits their labels "
+                "(6 significant digits) do not show: give shares that differ within 6 digits")
     if s.poll_us < 0:
         return f"--poll-us must not be negative, got {s.poll_us}"
     if not 0 <= s.stop_below <= 1:

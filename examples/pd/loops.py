@@ -143,13 +143,13 @@ class _Books:
             return StepState(bucket, context, prefill_tokens, float("inf"), None)
         tpot = min(((live.tokens - 1) * slo.tpot - (now - live.first_token) for live in decoding
                     if live.first_token is not None), default=float("inf"))
-        waiting = itertools.chain((live.request for live in unstarted), self.admission.waiting)
         if slo.ttft_per_token:
-            deadline = min((r.arrival + slo.ttft_for(r.prompt) for r in waiting), default=None)
+            deadlines = [r.arrival + slo.ttft_for(r.prompt)
+                         for r in itertools.chain((live.request for live in unstarted), self.admission.waiting)]
+            ttft = min(deadlines) - now if deadlines else None
         else:
-            earliest = min((r.arrival for r in waiting), default=None)
-            deadline = None if earliest is None else earliest + slo.ttft
-        ttft = None if deadline is None else deadline - now
+            arrivals = [live.request.arrival for live in unstarted] + [r.arrival for r in self.admission.waiting]
+            ttft = min(arrivals) + slo.ttft - now if arrivals else None
         return StepState(bucket, context, prefill_tokens, tpot, ttft)
 
     def _check_finished(self, live: Live, now: float) -> None:

@@ -159,11 +159,13 @@ def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
     steps = [s.seconds for s in log.steps]
     tokens = sum(r.tokens for r in records)
     ttft_p99 = percentile([math.inf if t is None else t for t in (r.ttft for r in records)], 99) if n else math.inf
-    # Over each request's own TTFT SLO (with one SLO for all, the P99 TTFT over that SLO).
-    ttft_p99_share = percentile([math.inf if r.ttft is None else r.ttft / slo.ttft_for(r.prompt)
-                                 for r in records], 99) if n else math.inf
     itl_p99 = percentile(log.gaps, 99) if log.gaps else 0.0
-    margin = max(ttft_p99_share, itl_p99 / slo.tpot)
+    if slo.ttft_per_token:  # the P99 of TTFT over each request's own SLO
+        ttft_share = percentile([math.inf if r.ttft is None else r.ttft / slo.ttft_for(r.prompt)
+                                 for r in records], 99) if n else math.inf
+    else:
+        ttft_share = ttft_p99 / slo.ttft
+    margin = max(ttft_share, itl_p99 / slo.tpot)
     return {
         "requests": n,
         "finished": len(finished),
