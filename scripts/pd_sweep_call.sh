@@ -3,13 +3,15 @@
 # extension unless it imports, continues the sweep of one point from its files in DIR
 # (POINT-results.json and POINT-layout-profile.json, when they exist) for at most SECONDS, and
 # packs everything the sweep wrote, with its log, into one archive, $OUT/POINT.tgz, so that a
-# limit on the number of files brought back cannot leave the results behind. On the machine
-# that keeps the results, scripts/pd_sweep_unpack.sh puts the archive back into DIR.
+# limit on the number of files brought back cannot leave the results behind (a second call of
+# the same point in one machine call packs $OUT/POINT-2.tgz, and so on; it resumes from the
+# first's results, which are copied into DIR here). On the machine that keeps the results,
+# scripts/pd_sweep_unpack.sh puts the archives back into DIR, in that order.
 #   bash scripts/pd_sweep_call.sh DIR POINT SECONDS [python -m examples.pd arguments...]
 # e.g. bash scripts/pd_sweep_call.sh benchmarks/results/2026-12-04-h200-pd-sweep today-32-layers 420 \
 #        --layers 32 --workload today --ttft-slo-ms 1000 --tpot-slo-ms 20 --rates 5,10,15 --seeds 1,2
 set -uo pipefail
-if [ $# -lt 3 ] || [ "$1" = -h ] || [ "$1" = --help ]; then sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
+if [ $# -lt 3 ] || [ "$1" = -h ] || [ "$1" = --help ]; then sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
 dir=$1 point=$2 seconds=$3
 shift 3
 cd "$(dirname "$0")/.."
@@ -29,5 +31,10 @@ PYTHONUNBUFFERED=1 python3 -m examples.pd "$@" "${resume[@]}" --time-budget-s "$
 status=$?
 echo "exit status $status" >> "$log"
 grep -E '^\[|time budget|^results in|Error|error' "$log" | tail -30
-tar czf "$OUT/$point.tgz" -C "$work" "$point"
+archive="$OUT/$point.tgz" n=1
+while [ -e "$archive" ]; do n=$((n + 1)); archive="$OUT/$point-$n.tgz"; done
+tar czf "$archive" -C "$work" "$point"
+[ -f "$work/$point/results.json" ] && cp "$work/$point/results.json" "$dir/$point-results.json"
+[ -f "$work/$point/layout-profile.json" ] && [ ! -f "$dir/$point-layout-profile.json" ] \
+  && cp "$work/$point/layout-profile.json" "$dir/$point-layout-profile.json"
 exit $status
