@@ -71,14 +71,11 @@ def test_the_policy_sees_the_ttft_slack_of_the_waiting_prompt_by_its_own_slo():
         assert st.ttft_slack_s == pytest.approx(0.01 + 3.0 - t, abs=1e-3)
 
 
-def test_the_option_is_checked_and_must_match_on_resuming(tmp_path, capsys):
+def test_the_option_must_match_on_resuming(tmp_path):
     from examples.pd.__main__ import load_resume
 
     assert cli.parse([]).ttft_slo_ms_per_token is None
     assert cli.parse(["--ttft-slo-ms-per-token", "1"]).ttft_slo_ms_per_token == 1.0
-    with pytest.raises(SystemExit):
-        cli.parse(["--ttft-slo-ms-per-token", "0"])
-    assert "--ttft-slo-ms-per-token must be positive, got 0.0" in capsys.readouterr().err
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"settings": cli.settings_dict(cli.parse(["--quick"])), "runs": []}))
     assert load_resume(cli.parse(["--quick", "--resume", str(path)]))["runs"] == []

@@ -52,19 +52,6 @@ def test_a_resumed_sweep_keeps_the_shares_it_ran():
     assert cli.with_earlier_shares(cli.parse([]), older).more_slack_shares == ()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--more-slack-shares", "0,1.5"], "--more-slack-shares must all be between 0 and 1, got 0.0,1.5"),
-    (["--more-slack-shares", "0.1234561,0.1234564"], "differ in digits their labels (6 significant digits) do not show"),
-    (["--more-slack-shares", "0.5"], "--more-slack-shares repeats --slack-share (0.5), which runs anyway"),
-    (["--more-slack-shares", "x"], "comma-separated slack shares"),
-])
-def test_bad_slack_shares_exit_with_a_message(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cli.parse(argv)
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
-
-
 def test_a_resumed_sweep_may_add_slack_shares_but_not_change_the_default(tmp_path):
     from examples.pd.__main__ import load_resume
 
