@@ -9,7 +9,9 @@
 #   H200: 1. the headline (today's mix), the two-SLO policy at slack share 0
 #   bash scripts/pd_next_call.sh SECONDS [--gpu-tests]
 set -uo pipefail
-if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+if ! [[ "${1:-}" =~ ^[0-9]+$ ]] || { [ $# -gt 1 ] && [ "$2" != --gpu-tests ]; }; then usage >&2; exit 2; fi
 seconds=$1 tests=${2:-}
 start=$SECONDS
 cd "$(dirname "$0")/.."
