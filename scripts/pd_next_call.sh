@@ -6,10 +6,11 @@
 # $OUT/POINT.tgz (POINT-2.tgz for a second step of the same point): unpack them in that order.
 #   H100: 1. chat, the static split; 2. chat, the two-SLO policy at slack share 0;
 #         3. long-prompt, every scheduler, SGLang's TTFT rule (max(1 s, 1 ms a prompt token))
-#   H200: 1. the headline (today's mix), the two-SLO policy at slack share 0
+#   H200: 1. the headline (today's mix), the two-SLO policy at slack share 0; 2. chat (the H200's
+#         own, begun there), every scheduler; 3. chat, the two-SLO policy at slack share 0
 #   bash scripts/pd_next_call.sh SECONDS [--gpu-tests]
 set -uo pipefail
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 if ! [[ "${1:-}" =~ ^[0-9]+$ ]] || { [ $# -gt 1 ] && [ "$2" != --gpu-tests ]; }; then usage >&2; exit 2; fi
 seconds=$1 tests=${2:-}
@@ -70,7 +71,9 @@ case "$gpu" in
     step $h100 long-prompt-32-layers static --workload long-prompt --ttft-slo-ms-per-token 1 \
       --schedulers chunked,streams,static,pd --more-slack-shares 0 ;;
   *H200*)
-    step $h200 today-32-layers "share 0" --workload today --rates 5,10,15 --schedulers pd --more-slack-shares 0 ;;
+    step $h200 today-32-layers "share 0" --workload today --rates 5,10,15 --schedulers pd --more-slack-shares 0
+    step $h200 chat-32-layers static --workload chat --schedulers chunked,streams,static,pd
+    step $h200 chat-32-layers "share 0" --workload chat --schedulers pd --more-slack-shares 0 ;;
   *) echo "no plan for $gpu"; exit 3 ;;
 esac
 echo "every step is complete"
