@@ -228,7 +228,9 @@ def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
     path.write_text(json.dumps(results))
     before = path.read_text()
     assert main([str(path)]) == 0  # reads and prints, changes nothing
-    assert "| chunked prefill | distserve | budget 1024, spf |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("4 layers, today, test GPU; TTFT 500 ms, TPOT 40.0 ms\n")
+    assert "| chunked prefill | distserve | budget 1024, spf |" in out
     assert path.read_text() == before and not list(tmp_path.glob("*.png"))
     assert main([str(path), "--write"]) == 0
     written = json.loads(path.read_text())
@@ -304,7 +306,8 @@ def test_a_figure_not_run_on_every_seed_is_marked_provisional(tmp_path, capsys):
     path.write_text(json.dumps(results))
     assert main([str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Incomplete sweep: the time budget ran out before static, 64 SMs, fcfs, seed 2")
+    assert out.startswith("4 layers, today, test GPU; TTFT 500 ms, TPOT 40.0 ms\n\n"
+                          "Incomplete sweep: the time budget ran out before static, 64 SMs, fcfs, seed 2")
     assert "| static split | distserve | 64 SMs, fcfs | 6.40 | - | 6.40 | - |" in out
     assert "A spread of -: the configuration has not run on every seed" in out
     assert "- DistServe: best green-context scheduler static split (64 SMs, fcfs), 6.40 req/s" in out

@@ -172,6 +172,12 @@ def runs_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def setting(results: dict[str, Any]) -> str:
+    """``32 layers, chat, NVIDIA H100 80GB HBM3; TTFT 1000 ms, TPOT 20.0 ms``: what a sweep ran."""
+    return (f"{results['model']['layers']} layers, {results['workload']}, "
+            f"{results.get('device', {}).get('name', 'GPU')}; {Slo.from_json(results['slo']).describe()}")
+
+
 def table(results: dict[str, Any]) -> str:
     return goodput_table(results) + "\n\n" + runs_table(results)
 
@@ -211,10 +217,7 @@ def plot(results: dict[str, Any], path: str, metric: str) -> str:
         ax.set_yscale("log")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    slo, dev = results["slo"], results.get("device", {})
-    ax.set_title(f"{METRIC_NAMES[metric]}\n{results['model']['layers']} layers, {results['workload']}, "
-                 f"{dev.get('name', 'GPU')}; {Slo.from_json(slo).describe()}; "
-                 "solid: first seed, dashed: second", fontsize=8)
+    ax.set_title(f"{METRIC_NAMES[metric]}\n{setting(results)}; solid: first seed, dashed: second", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -254,6 +257,7 @@ def summary(results: dict[str, Any]) -> str:
 def show(results: dict[str, Any], as_json: bool = False) -> None:
     """The state of the sweep, the tables and the comparisons on stdout (``as_json``: the
     comparisons as the JSON stored in the file)."""
+    print(f"{setting(results)}\n")
     if results.get("incomplete"):
         print(f"Incomplete sweep: {results['incomplete']} (--resume continues it).\n")
     print(table(results))
