@@ -104,7 +104,7 @@ def test_a_resumed_sweep_and_a_reused_profile_must_come_from_the_same_gpu(tmp_pa
     (["--slack-share", "2"], "--slack-share must be between 0 and 1"),
     (["--more-slack-shares", "0,1.5"], "--more-slack-shares must all be between 0 and 1, got 0.0,1.5"),
     (["--more-slack-shares", "0.5"], "--more-slack-shares repeats --slack-share (0.5), which runs anyway"),
-    (["--more-slack-shares", "0.1234561,0.1234564"], "differ in digits their labels (6 significant digits) do not show"),
+    (["--more-slack-shares", "0.1234561,0.1234564"], "differ in digits their labels (6 significant digits)"),
     (["--more-slack-shares", "x"], "comma-separated slack shares"),
     (["--ttft-slo-ms-per-token", "0"], "--ttft-slo-ms-per-token must be positive, got 0.0"),
     (["--attention", "xformers"], "invalid choice"),

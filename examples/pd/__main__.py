@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                    capacity_rps=capacity_rps, coarse_rates=coarse,
                    traces={str(seed): describe(lengths_of(s, seed)) for seed in s.seeds}, runs=[])
     say(f"reference: decode step of {costs.decode_batch} x {s.context} tokens {costs.decode_step_s * 1e3:.2f} ms, "
-        f"prefill of {s.max_prompt} tokens {costs.prefill_s * 1e3:.1f} ms; SLOs: {slo.describe()}; capacity ~{capacity_rps:.2f} req/s; coarse rates "
+        f"prefill of {s.max_prompt} tokens {costs.prefill_s * 1e3:.1f} ms; SLOs: {slo.describe()}; "
+        f"capacity ~{capacity_rps:.2f} req/s; coarse rates "
         f"{', '.join(f'{r:.3g}' for r in coarse)}")
     say(estimate(s, coarse, costs, slo, trace_for))
     out = os.path.join(s.out, "results.json")

@@ -146,7 +146,8 @@ class Bench:
             return profile.latency(key, bucket, context, percentile=99) if key in profile.measured else None
 
         def prefill_fits(batch_sms: int) -> bool:
-            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= self.slo.ttft_for(self.s.max_prompt) / 2
+            longest_slo = self.slo.ttft_for(self.s.max_prompt)
+            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= longest_slo / 2
 
         chosen = static_candidates(options, decode_us, prefill_fits, self.slo.tpot * 1e6, self.s.static_candidates)
         why = {"bucket": bucket, "context_tokens": context, "candidates": [str(k) for k in chosen],
@@ -177,7 +178,8 @@ class Bench:
         s, engine = self.s, self.engine
         trace = trace_for(s, rate, seed)
         cap = s.duration_cap_s or run_cap(trace, self.slo)
-        order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, s.aging_ms / 1e3 if s.aging_ms else None)
+        aging = s.aging_ms / 1e3 if s.aging_ms else None
+        order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, aging)
         settings = LoopSettings(engine.model.slots, engine.buckets, cap, s.poll_us * 1e-6, progress=progress,
                                 order=order, slo=self.slo)
         engine.reset()

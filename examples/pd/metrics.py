@@ -170,7 +170,8 @@ def summarize(log: RunLog, slo: Slo) -> dict[str, Any]:
         "requests": n,
         "finished": len(finished),
         "attainment": sum(r.meets(slo) for r in records) / n if n else 0.0,
-        "ttft_met": sum(1 for r in records if r.ttft is not None and r.ttft <= slo.ttft_for(r.prompt)) / n if n else 0.0,
+        "ttft_met": sum(1 for r in records if r.ttft is not None and r.ttft <= slo.ttft_for(r.prompt)) / n
+        if n else 0.0,
         "tpot_met": sum(1 for t in tpots if t <= slo.tpot) / n if n else 0.0,
         "ttft_ms": spread_ms(ttfts),
         "tpot_ms": spread_ms(tpots),
