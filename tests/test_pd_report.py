@@ -230,7 +230,13 @@ def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
     assert main([str(path)]) == 0  # reads and prints, changes nothing
     out = capsys.readouterr().out
     assert out.startswith("4 layers, today, test GPU; TTFT 500 ms, TPOT 40.0 ms\n")
-    assert "| chunked prefill | distserve | budget 1024, spf |" in out
+    assert "| chunked prefill | distserve | budget 1024, spf |" in out and "slack label" not in out
+    shares = {**results, "settings": {"slack_share": 0.5, "more_slack_shares": [0.0]}}
+    path.write_text(json.dumps(shares))
+    assert main([str(path)]) == 0
+    assert ("TPOT 40.0 ms\n\nThe two-SLO policies' configurations without a slack label ran at slack share 0.5 "
+            "(--slack-share).\n") in capsys.readouterr().out
+    path.write_text(json.dumps(results))
     assert path.read_text() == before and not list(tmp_path.glob("*.png"))
     assert main([str(path), "--write"]) == 0
     written = json.loads(path.read_text())

@@ -258,6 +258,10 @@ def show(results: dict[str, Any], as_json: bool = False) -> None:
     """The state of the sweep, the tables and the comparisons on stdout (``as_json``: the
     comparisons as the JSON stored in the file)."""
     print(f"{setting(results)}\n")
+    settings = results.get("settings", {})
+    if settings.get("more_slack_shares"):
+        print(f"The two-SLO policies' configurations without a slack label ran at slack share "
+              f"{settings.get('slack_share', 0.5):g} (--slack-share).\n")
     if results.get("incomplete"):
         print(f"Incomplete sweep: {results['incomplete']} (--resume continues it).\n")
     print(table(results))
