@@ -105,6 +105,17 @@ def check_non_negative(name: str, value: Any, what: str) -> None:
         raise ValueError(f"{name} must be a finite number of 0 or more ({what}), got {value!r}")
 
 
+def check_decode_point(batch: Any, context_tokens: Any) -> None:
+    """A decode step's figures, as the layout cost models take them: ``batch`` and
+    ``context_tokens`` each a finite number of 0 or more (checked every step: an int or a float
+    costs one test)."""
+    if type(batch) in _PLAIN and type(context_tokens) in _PLAIN and 0 <= batch < math.inf \
+            and 0 <= context_tokens < math.inf:
+        return
+    check_non_negative("batch", batch, "the decode batch size")
+    check_non_negative("context_tokens", context_tokens, "the context tokens of the batch in all")
+
+
 def check_has(name: str, value: Any, what: str, attributes: Sequence[str]) -> None:
     """TypeError, saying ``name`` must be ``what``, when ``value`` is a class or lacks one of
     ``attributes`` (a stand-in with all of them passes)."""

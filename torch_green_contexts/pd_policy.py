@@ -35,8 +35,6 @@ from .layouts import Layout, Layouts
 
 __all__ = ["PrefillDecodePolicy"]
 
-_PLAIN, _INF = (int, float), math.inf
-
 
 class PrefillDecodePolicy:
     """Picks a layout of ``layouts`` per step from a decode step's modelled latency.
@@ -102,7 +100,7 @@ class PrefillDecodePolicy:
         tokens waiting for prefill; ``tpot_slack_us``: the smallest TPOT slack of the running
         requests (their token budget so far less the time they took); ``ttft_slack_us``: the
         smallest TTFT slack of the waiting prompts (None: unknown). Never waits for the GPU."""
-        _check_point(batch, context_tokens)
+        _validation.check_decode_point(batch, context_tokens)
         self._steps += 1
         self._corrections.tick()
         if self._timer.pending and self._steps % self._read_every == 0:
@@ -129,7 +127,7 @@ class PrefillDecodePolicy:
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
                tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
-        _check_point(batch, context_tokens)
+        _validation.check_decode_point(batch, context_tokens)
         return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
 
     def _choose(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
@@ -152,7 +150,7 @@ class PrefillDecodePolicy:
 
     def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
         """The corrected latency estimate (us) of a decode step on layout ``key``."""
-        _check_point(batch, context_tokens)
+        _validation.check_decode_point(batch, context_tokens)
         return self._estimate(key, batch, context_tokens)
 
     def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float) -> float:
@@ -181,10 +179,3 @@ class PrefillDecodePolicy:
     def __repr__(self) -> str:
         return (f"PrefillDecodePolicy(tpot_slo_us={self.tpot_slo_us:g}, percentile={self._percentile}, "
                 f"layouts={list(self._layouts)}, ordering={self._ordering!r})")
-
-
-def _check_point(batch: Any, context_tokens: Any) -> None:
-    if type(batch) in _PLAIN and type(context_tokens) in _PLAIN and 0 <= batch < _INF and 0 <= context_tokens < _INF:
-        return  # the common case of every step, without a call
-    _validation.check_non_negative("batch", batch, "the decode batch size")
-    _validation.check_non_negative("context_tokens", context_tokens, "the context tokens of the batch in all")

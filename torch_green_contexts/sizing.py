@@ -79,7 +79,12 @@ def _requested_counts(counts: Any) -> list[int] | None:
 
 
 def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
-    chosen = _requested_counts(counts)
+    """``counts`` as given, checked whole: :func:`_requested_counts`, then against ``allowed``."""
+    return _against_device(_requested_counts(counts), allowed)
+
+
+def _against_device(chosen: list[int] | None, allowed: list[int]) -> list[int]:
+    """The counts of :func:`_requested_counts` (None: every allowed one) against the device's."""
     if chosen is None:
         return list(allowed)
     wrong = sorted({c for c in chosen if c not in allowed})
@@ -122,7 +127,7 @@ def measure(
     options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
     requested = _requested_counts(counts)  # what needs no device, before the device is looked up
     device = _device.resolve_device(device_id)
-    chosen = _check_counts(requested, available_counts(device))
+    chosen = _against_device(requested, available_counts(device))
     return _sweep.sweep(device, chosen, [fn], options, "sizing")[0]
 
 
@@ -157,7 +162,7 @@ def profile(
     options = _sweep.Options.check(load, rounds, samples, warmup, seed, graph, progress)
     requested = _requested_counts(counts)  # what needs no device, before the device is looked up
     device = _device.resolve_device(device_id)
-    chosen = _check_counts(requested, available_counts(device))
+    chosen = _against_device(requested, available_counts(device))
     steps = []
     for p in chosen_params:
         step = make_step(p)

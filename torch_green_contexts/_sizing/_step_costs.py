@@ -9,7 +9,7 @@ import dataclasses
 import json
 from typing import Any, Hashable, Iterable
 
-from .._validation import check_non_negative
+from .._validation import check_decode_point
 from ._json_input import json_object, reading
 from ._sizing_result import Latency, check_percentile
 
@@ -130,8 +130,7 @@ class LayoutProfile:
     def latency(self, key: Hashable, batch: float, context_tokens: float = 0, percentile: int = 99) -> float:
         """The modelled ``percentile`` latency (us) of a step of ``batch`` requests holding
         ``context_tokens`` tokens in all, on layout ``key``."""
-        check_non_negative("batch", batch, "the decode batch size")
-        check_non_negative("context_tokens", context_tokens, "the context tokens of the batch in all")
+        check_decode_point(batch, context_tokens)
         return self.cost(key, percentile).at(batch, context_tokens)
 
     def to_json(self, indent: int | None = 1) -> str:
