@@ -141,20 +141,24 @@ def test_measure_is_keyword_only():
         sizing.measure(fn, None)  # type: ignore[misc]
 
 
+def _check_counts(counts, allowed):
+    return sizing._against_device(sizing._requested_counts(counts), allowed)
+
+
 def test_counts_checks():
     allowed = [8, 16, 24, 132]
-    assert sizing._check_counts(None, allowed) == allowed
-    assert sizing._check_counts((24, 8, 8), allowed) == [8, 24]
+    assert _check_counts(None, allowed) == allowed
+    assert _check_counts((24, 8, 8), allowed) == [8, 24]
     with pytest.raises(ValueError, match=r"cannot be split exactly into \[12\] SMs.*allowed counts: \[8, 16, 24, 132\]"):
-        sizing._check_counts([8, 12], allowed)
+        _check_counts([8, 12], allowed)
     with pytest.raises(ValueError, match="at least one"):
-        sizing._check_counts([], allowed)
+        _check_counts([], allowed)
     with pytest.raises(TypeError, match="counts must be a sequence"):
-        sizing._check_counts("8,16", allowed)
+        _check_counts("8,16", allowed)
     with pytest.raises(TypeError, match="counts entries must be an int"):
-        sizing._check_counts([8.0], allowed)
+        _check_counts([8.0], allowed)
     with pytest.raises(ValueError, match="counts entries must be 1 or more"):
-        sizing._check_counts([0], allowed)
+        _check_counts([0], allowed)
 
 
 @pytest.mark.parametrize("counts, error, match", [

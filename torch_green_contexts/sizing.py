@@ -78,11 +78,6 @@ def _requested_counts(counts: Any) -> list[int] | None:
     return chosen
 
 
-def _check_counts(counts: Any, allowed: list[int]) -> list[int]:
-    """``counts`` as given, checked whole: :func:`_requested_counts`, then against ``allowed``."""
-    return _against_device(_requested_counts(counts), allowed)
-
-
 def _against_device(chosen: list[int] | None, allowed: list[int]) -> list[int]:
     """The counts of :func:`_requested_counts` (None: every allowed one) against the device's."""
     if chosen is None:
