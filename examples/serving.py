@@ -40,7 +40,7 @@ from torch_green_contexts import GreenContext, observed_sm_ids, sizing
 try:
     from examples._plots import optional_plot
 except ImportError:  # run as a script: python examples/serving.py
-    from _plots import optional_plot  # type: ignore[no-redef]
+    from _plots import optional_plot  # type: ignore[no-redef, import-not-found]
 
 SERVER = dict(layers=4, d_model=1024, heads=16, ff=4096, batch=4, tokens=256)
 TRAINER = dict(layers=4, d_model=2048, heads=16, ff=8192, batch=8, tokens=1024)
@@ -60,7 +60,8 @@ def make_server(device: int) -> Callable[[], torch.Tensor]:
 
     def request() -> torch.Tensor:
         with torch.inference_mode():
-            return model(tokens)
+            out: torch.Tensor = model(tokens)
+            return out
 
     return request
 
@@ -84,11 +85,11 @@ def make_trainer(device: int) -> Callable[[], None]:
 def variants(device: int, sized_sms: int, fixed_sms: int) -> dict[str, dict[str, Any]]:
     """name -> request stream, training stream, and the contexts they need alive."""
     total = tgc.SMPartition.from_device(device).sm_count
-    plain_train = torch.cuda.Stream(device)
+    plain_train = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     out: dict[str, dict[str, Any]] = {
-        "plain streams": {"request": torch.cuda.Stream(device), "train": plain_train},
+        "plain streams": {"request": torch.cuda.Stream(device), "train": plain_train},  # type: ignore[no-untyped-call]
         "high-priority request stream": {
-            "request": torch.cuda.Stream(device, priority=torch.cuda.Stream.priority_range()[1]),  # type: ignore[call-arg]
+            "request": torch.cuda.Stream(device, priority=torch.cuda.Stream.priority_range()[1]),  # type: ignore[no-untyped-call, call-arg]
             "train": plain_train},
     }
     own = GreenContext(num_sms=fixed_sms, device_id=device)
@@ -113,7 +114,7 @@ def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[
     With `graph`, each setup's requests replay a CUDA graph captured on its own stream."""
     for setup in setups.values():
         setup["step"] = sizing.graphed(request, setup["request"]) if graph else request
-    alone_stream = torch.cuda.Stream(device)
+    alone_stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     names = ["training alone (plain stream)"]
     for name in setups:
         names += [f"{name} | idle", f"{name} | with training"]

@@ -124,8 +124,8 @@ note "C++ example built"
 
 took "coverage, C++ package and example"
 running="mypy"
-echo "mypy --strict on the public package:"
-$PY -m mypy --strict torch_green_contexts
+echo "mypy --strict on the public package and the examples:"
+$PY -m mypy --strict torch_green_contexts examples
 note "mypy ok"
 
 # Python tests; TGC_TEST_WHEEL=1 also builds a wheel and installs it in a fresh venv.

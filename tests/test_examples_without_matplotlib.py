@@ -13,10 +13,9 @@ SCRIPT = textwrap.dedent(
     import json, sys, time
     sys.modules["matplotlib"] = None  # as if it were not installed
     sys.path.insert(0, {root!r})
-    sys.path.insert(0, {tests!r})
-    from examples.pd import cli
-    from examples.pd.__main__ import finish
-    from test_pd_report import RUNS
+    from examples.pd.bench import cli
+    from examples.pd.bench.sweep import finish
+    from tests.examples.pd.test_report import RUNS
     from examples import _plots
     s = cli.parse(["--out", {out!r}])
     results = {{"runs": RUNS, "seeds": [1, 2], "workload": "today", "slo": {{"ttft_ms": 500.0, "tpot_ms": 40.0}},
@@ -33,7 +32,7 @@ def test_pd_results_survive_a_missing_matplotlib(tmp_path):
     import pathlib
 
     root = pathlib.Path(__file__).resolve().parent.parent
-    code = SCRIPT.format(root=str(root), tests=str(root / "tests"), out=str(tmp_path))
+    code = SCRIPT.format(root=str(root), out=str(tmp_path))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "finished" in result.stdout

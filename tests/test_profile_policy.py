@@ -249,7 +249,7 @@ def fake_events(monkeypatch):
 
 def finish(policy, latency_us):
     """Let the GPU finish every timed step so far, each taking latency_us."""
-    for _, _, start, end in policy._pending:
+    for _, _, start, end in policy._timer.pending:
         start.done = end.done = True
         start.at, end.at = 0.0, latency_us / 1e3
 
@@ -336,7 +336,7 @@ def test_corrections_never_go_below_the_profile_and_timings_are_read_without_wai
     finish(policy, 100.0)  # much faster than the profile
     assert policy.update() == 2
     assert policy.correction(32) == 1.0 and policy.choose(8) == 32
-    assert len(policy._pool) == 4, "the events are reused"
+    assert len(policy._timer.pool) == 4, "the events are reused"
     policy.step(8)
     policy.done()
     assert len(fake_events.created) == 4

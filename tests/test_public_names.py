@@ -25,6 +25,7 @@ PUBLIC = [
     "torch_green_contexts.layouts",
     "torch_green_contexts.policy",
     "torch_green_contexts.pd_policy",
+    "torch_green_contexts.step_policy",
     "torch_green_contexts.run",
     "torch_green_contexts.compat",
     "torch_green_contexts.compat.flashinfer",

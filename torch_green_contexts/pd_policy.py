@@ -31,7 +31,8 @@ from typing import Any
 from . import _layout_args, _layout_build, _validation
 from ._sizing import _corrections, _sizing_result, _step_timer
 from ._sizing._step_costs import LayoutProfile
-from .layouts import Layout, Layouts
+from .layouts import Layout
+from .step_policy import LayoutSet, StepTimer
 
 __all__ = ["PrefillDecodePolicy"]
 
@@ -52,13 +53,17 @@ class PrefillDecodePolicy:
     per layout from the steps timed on it (as :class:`~torch_green_contexts.policy.SplitPolicy`
     corrects: per layout, a change propagating to layouts with fewer latency SMs, decaying when
     unmeasured; moving to a layout that gives decode fewer SMs needs its estimate ``hysteresis``
-    below the budget). Use it from one thread at a time.
+    below the budget). ``timer`` times the steps (CUDA events by default; see
+    :class:`~torch_green_contexts.step_policy.StepTimer`); ``layouts`` is a
+    :class:`~torch_green_contexts.layouts.Layouts` or any
+    :class:`~torch_green_contexts.step_policy.LayoutSet`. It is a
+    :class:`~torch_green_contexts.step_policy.StepPolicy`. Use it from one thread at a time.
     """
 
-    def __init__(self, profile: LayoutProfile, layouts: Layouts, *, tpot_slo_us: float, percentile: int = 99,
+    def __init__(self, profile: LayoutProfile, layouts: LayoutSet, *, tpot_slo_us: float, percentile: int = 99,
                  headroom: float = 0.05, slack_share: float = 0.5, hysteresis: float = 0.05,
                  ordering: str = "per_role", half_life_steps: int = 256, read_every: int = 8,
-                 sample_every: int = 1, max_pending: int = 256) -> None:
+                 sample_every: int = 1, max_pending: int = 256, timer: StepTimer | None = None) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
@@ -86,8 +91,9 @@ class PrefillDecodePolicy:
         self._corrections = _corrections.Corrections(
             ((k, self._layouts[k].sm_count) for k in keys),
             half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
-        self._timer = _step_timer.StepTimer(_validation.as_int_at_least("sample_every", sample_every, 1),
-                                            _validation.as_int_at_least("max_pending", max_pending, 1))
+        sample_every = _validation.as_int_at_least("sample_every", sample_every, 1)
+        max_pending = _validation.as_int_at_least("max_pending", max_pending, 1)
+        self._timer: StepTimer = _step_timer.StepTimer(sample_every, max_pending) if timer is None else timer
         self._current: _layout_build.LayoutKey | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(keys, 0)
@@ -106,10 +112,14 @@ class PrefillDecodePolicy:
         if self._timer.pending and self._steps % self._read_every == 0:
             self.update()
         key = self._current = self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
-        layout = self.layouts.switch(key, ordering=self._ordering)
+        layout: Layout = self.layouts.switch(key, ordering=self._ordering)
         self._chosen[key] += 1
         self._timer.begin(key, (batch, context_tokens), layout.latency_stream, self._steps, timed=batch > 0)
         return layout
+
+    def idle_key(self) -> _layout_build.LayoutKey:
+        """The layout while no request decodes: the one giving prefill the most SMs."""
+        return self._most_prefill
 
     def done(self) -> None:
         """The decode work of the last :meth:`step` has been launched."""

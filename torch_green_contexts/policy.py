@@ -27,7 +27,8 @@ from typing import Any
 from . import _layout_args, _validation
 from ._sizing import _corrections, _sizing_result, _step_timer
 from ._sizing._profile import LatencyProfile
-from .layouts import Layout, Layouts
+from .layouts import Layout
+from .step_policy import LayoutKey, LayoutSet, StepTimer
 
 __all__ = ["SplitPolicy"]
 
@@ -56,14 +57,17 @@ class SplitPolicy:
     ``hysteresis`` (a share of the bound) below the bound, against flip-flopping.
     ``sample_every`` times one step in that many.
 
-    ``layouts`` is a :class:`~torch_green_contexts.layouts.Layouts`; every positive SM count in
-    it must have been measured by the profile. Use the policy from one thread at a time.
+    ``layouts`` is a :class:`~torch_green_contexts.layouts.Layouts` (or any
+    :class:`~torch_green_contexts.step_policy.LayoutSet`); every positive SM count in it must have
+    been measured by the profile. ``timer`` times the steps (CUDA events by default; see
+    :class:`~torch_green_contexts.step_policy.StepTimer`). It is a
+    :class:`~torch_green_contexts.step_policy.StepPolicy`. Use it from one thread at a time.
     """
 
-    def __init__(self, profile: LatencyProfile, layouts: Layouts, *, slo_us: float, percentile: int = 99,
+    def __init__(self, profile: LatencyProfile, layouts: LayoutSet, *, slo_us: float, percentile: int = 99,
                  ordering: str = "per_role", headroom: float = 0.05, half_life_steps: int = 256,
                  read_every: int = 8, sample_every: int = 1, max_pending: int = 256,
-                 hysteresis: float = 0.05) -> None:
+                 hysteresis: float = 0.05, timer: StepTimer | None = None) -> None:
         if not isinstance(profile, LatencyProfile):
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
@@ -97,22 +101,24 @@ class SplitPolicy:
         self._current: int | None = None
         self._steps = 0
         self._chosen = dict.fromkeys(layouts.counts, 0)
-        self._timer = _step_timer.StepTimer(sample_every, max_pending)
-        self._pending, self._pool = self._timer.pending, self._timer.pool
+        self._timer: StepTimer = _step_timer.StepTimer(sample_every, max_pending) if timer is None else timer
 
     # ---- the per-step calls -------------------------------------------------------------------
 
-    def step(self, p: float) -> Layout:
+    def step(self, p: float, context_tokens: int = 0, *, prefill_tokens: int = 0, tpot_slack_us: float = 0.0,
+             ttft_slack_us: float | None = None) -> Layout:
         """Switch to the layout for a step of parameter ``p`` and return it; the latency step
         launched on its ``latency_stream`` before :meth:`done` is timed. A few microseconds of
-        host time; never waits for the GPU."""
+        host time; never waits for the GPU. The other figures of
+        :meth:`~torch_green_contexts.step_policy.StepPolicy.step` are not modelled and are
+        ignored."""
         self._steps += 1
         steps = self._steps
         self._corrections.tick()
-        if self._pending and steps % self._read_every == 0:
+        if self._timer.pending and steps % self._read_every == 0:
             self.update()
         k = self._current = self.choose(p)
-        layout = self.layouts.switch(k, ordering=self._ordering)
+        layout: Layout = self.layouts.switch(k, ordering=self._ordering)
         self._chosen[k] += 1
         self._timer.begin(k, p, layout.latency_stream, steps, timed=k > 0)
         return layout
@@ -127,6 +133,10 @@ class SplitPolicy:
         return self._timer.read(self.observe)  # type: ignore[arg-type]
 
     # ---- the choice and its correction (no GPU involved) -------------------------------------
+
+    def idle_key(self) -> LayoutKey:
+        """The layout while no latency work runs: :meth:`choose` of 0."""
+        return self.choose(0)
 
     def choose(self, p: float) -> int:
         """The latency SM count :meth:`step` picks for ``p`` now, without switching."""
@@ -164,7 +174,7 @@ class SplitPolicy:
     def stats(self) -> dict[str, Any]:
         """Steps taken, steps per layout, timings read per SM count, and the corrections now."""
         return {"steps": self._steps, "chosen": dict(self._chosen), "observed": self._corrections.observed(),
-                "corrections": {k: self.correction(k) for k in self._candidates}, "pending": len(self._pending)}
+                "corrections": {k: self.correction(k) for k in self._candidates}, "pending": len(self._timer.pending)}
 
     def _profiled(self, p: float, k: int, percentile: int) -> float | None:
         key = (p, k, percentile)

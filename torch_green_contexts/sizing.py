@@ -34,14 +34,15 @@ from ._errors import SplitError
 from ._sizing import _layout_sweep, _sweep
 from ._sizing._profile import LatencyProfile
 from ._sizing._sizing_result import Latency, PlainFigures, SizingResult, SizingRow
-from ._sizing._stats import interleaved
+from ._sizing._stats import interleaved, percentile
 from ._sizing._step_costs import LayoutProfile, StepCost
 from ._sizing._timing import QueuedLoad, graphed, time_calls
 from ._sm_partition import SMPartition
 
 __all__ = [
     "Latency", "LatencyProfile", "LayoutProfile", "PlainFigures", "QueuedLoad", "SizingResult", "SizingRow",
-    "StepCost", "available_counts", "graphed", "interleaved", "measure", "profile", "profile_layouts", "time_calls",
+    "StepCost", "available_counts", "graphed", "interleaved", "measure", "percentile", "profile", "profile_layouts",
+    "time_calls",
 ]
 
 _P = TypeVar("_P", int, float)

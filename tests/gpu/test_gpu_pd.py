@@ -12,13 +12,14 @@ import sys
 
 import torch
 
-from examples.pd.admission import Live, PrefillPart
-from examples.pd.attention_check import check_attention
-from examples.pd.engine import Engine
-from examples.pd.events import Lane
-from examples.pd.model import Model, Part
-from examples.pd.planning import ChunkedPlan, ModelShape, PrefillCursor
-from examples.pd.workload import Request
+from examples.pd.engine.admission import Live, PrefillPart
+from examples.pd.bench.attention_check import check_attention
+from examples.pd.engine.gpu import Engine
+from examples.pd.engine.lanes import Lane
+from examples.pd.engine.model import Model, Part
+from examples.pd.engine.planning import ChunkedPlan, PrefillCursor
+from examples.pd.engine.shape import ModelShape
+from examples.pd.engine.request import Request
 
 SHAPE = ModelShape(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=128, intermediate=512, vocab=1000)
 

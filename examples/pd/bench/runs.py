@@ -1,0 +1,209 @@
+"""The GPU side of a sweep: the engine, its lanes (plain streams, disjoint and overlapped
+layouts), the profiles, the policies, the static candidates, and one run of one configuration.
+Uses the package's public API only."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import torch
+
+from torch_green_contexts import sizing
+from torch_green_contexts.layouts import Layouts
+from torch_green_contexts.pd_policy import PrefillDecodePolicy
+from torch_green_contexts.policy import SplitPolicy
+
+from ..engine.admission import order_for
+from ..engine.chunked import ChunkedScheduler
+from ..engine.gpu import Engine, plain_lanes
+from ..engine.lanes import ChunkedRunner, Lanes, OverlapRunner, PolicyLanes, StaticLanes, key_label, layout_lane
+from ..engine.overlap import OverlapScheduler
+from ..engine.planning import PrefillCursor
+from ..engine.request import Slo
+from ..engine.serve import RealClock, Requests, serve
+from ..engine.steps import EngineSettings
+from . import calibration, cli
+from .candidates import SplitOption, bucket_reached, static_candidates
+from .estimates import run_cap
+from .metrics import TARGET_ATTAINMENT, summarize
+from .recorder import RunRecorder
+from .search import Config
+from .traces import lengths_of, trace_for
+from .workload import mean_lengths
+
+OVERLAP_PREFIX = "o"  # lane names of the overlapped Layouts (its end layouts share keys with the disjoint one)
+
+
+def profile_points(s: cli.Settings, top: int) -> list[tuple[int, int]]:
+    """(batch, context tokens) points of the layout profile, from the workload's lengths: the
+    median request's context at 8, 32 and ``top`` requests, and a long one at 32."""
+    median = min(s.max_len - 1, int(s.prompt_median + s.output_median / 2))
+    long = min(s.max_len - 1, int(s.max_prompt * 0.75 + s.output_median))
+    points = {(min(b, top), min(b, top) * median) for b in (8, 32, top)} | {(min(32, top), min(32, top) * long)}
+    return sorted(points)
+
+
+def merged(a: sizing.LayoutProfile, b: sizing.LayoutProfile) -> sizing.LayoutProfile:
+    """One profile of the layouts of both (``a``'s figures where both have a layout)."""
+    return sizing.LayoutProfile({**b.measured, **a.measured}, {**b.layouts, **a.layouts}, {**b.loaded, **a.loaded},
+                                {"parts": [a.settings, b.settings]})
+
+
+class Bench:
+    """Everything the runs share, built once: a run of any configuration is :meth:`run`."""
+
+    def __init__(self, s: cli.Settings, engine: Engine, total: int, counts: list[int]) -> None:
+        self.s, self.engine, self.total = s, engine, total
+        self.plain = plain_lanes(s.device)
+        engine.capture(self.plain.lane)
+        self.costs = calibration.measure_costs(engine, self.plain.lane, min(32, engine.model.slots), s.context,
+                                               s.max_prompt, s.chunk)
+        self.slo = Slo(ttft=s.ttft_slo_ms / 1e3 if s.ttft_slo_ms else s.ttft_slo_x * self.costs.prefill_s,
+                       tpot=s.tpot_slo_ms / 1e3 if s.tpot_slo_ms else s.tpot_slo_x * self.costs.decode_step_s,
+                       ttft_per_token=(s.ttft_slo_ms_per_token or 0.0) / 1e3)
+        self.high = torch.cuda.Stream.priority_range()[1]  # type: ignore[call-arg]
+        wants = set(s.schedulers)
+        self.disjoint: Layouts | None = None
+        self.overlapped: Layouts | None = None
+        self.profile: sizing.LayoutProfile | None = None
+        self.pd: dict[tuple[str, float], PrefillDecodePolicy] = {}  # (scheduler, slack_share) -> its policy
+        self.split_policy: SplitPolicy | None = None
+        if wants & {"static", "pd", "policy"}:
+            self.disjoint = Layouts(counts, device_id=s.device, latency_priority=self.high, ordering="per_role")
+            for k in self.disjoint.keys:
+                engine.capture(layout_lane(self.disjoint[k]))
+        if wants & {"static-overlap", "pd-overlap"}:
+            self.overlapped = Layouts([0, total], overlapped=list(s.overlapped), device_id=s.device,
+                                      latency_priority=self.high, ordering="per_role")
+            for k in self.overlapped.keys:
+                engine.capture(layout_lane(self.overlapped[k], OVERLAP_PREFIX))
+
+    def close(self) -> None:
+        self.engine.close()
+        for layouts in (self.disjoint, self.overlapped):
+            if layouts is not None:
+                layouts.close()
+
+    def profile_layouts(self) -> dict[str, Any]:
+        """Measure (or read) the layout profile and make the policies; returns what the results
+        file records of it."""
+        s, parts = self.s, [x for x in (self.disjoint, self.overlapped) if x is not None]
+        if not parts:
+            return {}
+        if s.layout_profile:
+            with open(s.layout_profile) as f:
+                self.profile = sizing.LayoutProfile.from_json(f.read())
+        else:
+            points = profile_points(s, self.engine.buckets[-1])
+            load = self.engine.load_piece(s.chunk, s.piece_layers)
+            profiles = [sizing.profile_layouts(calibration.layout_steps(self.engine), points, layouts, load=load,
+                                               rounds=s.profile_rounds, samples=s.profile_samples, graph=True,
+                                               progress=not s.quiet, seed=s.seeds[0]) for layouts in parts]
+            self.profile = profiles[0] if len(profiles) == 1 else merged(*profiles)
+        with open(os.path.join(s.out, "layout-profile.json"), "w") as f:
+            f.write(self.profile.to_json())
+        print(self.profile.table())
+        for name, layouts in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
+            if layouts is not None and name in s.schedulers:
+                for _, share in cli.policy_shares(s):
+                    self.pd[name, share] = PrefillDecodePolicy(self.profile, layouts, tpot_slo_us=self.slo.tpot * 1e6,
+                                                               headroom=s.policy_headroom, slack_share=share)
+        return {"layout_profile": {"keys": [str(k) for k in self.profile.keys],
+                                   "seconds": self.profile.settings.get("seconds")}}
+
+    def make_split_policy(self) -> None:
+        """The TPOT-only SplitPolicy over the disjoint layouts, from its own profile."""
+        s, disjoint = self.s, self.layouts("policy")
+        if s.profile:
+            with open(s.profile) as f:
+                profile = sizing.LatencyProfile.from_json(f.read())
+        else:
+            measured = [k for k in disjoint.counts if k > 0]
+            profile = sizing.profile(calibration.profile_steps(self.engine, s.context), self.engine.buckets,
+                                     load=self.engine.load_piece(s.chunk, s.piece_layers), counts=measured,
+                                     rounds=s.profile_rounds, samples=s.profile_samples, graph=True,
+                                     progress=not s.quiet, device_id=s.device, seed=s.seeds[0])
+        with open(os.path.join(s.out, "profile.json"), "w") as f:
+            f.write(profile.to_json())
+        self.split_policy = SplitPolicy(profile, disjoint, slo_us=self.slo.tpot * 1e6, percentile=99,
+                                        ordering="per_role", headroom=s.policy_headroom)
+
+    def static_configs(self, scheduler: str, runs: list[dict[str, Any]], order: str) -> tuple[list[Config], dict[str, Any]]:
+        """The static splits to run (disjoint or overlapped), chosen from both SLOs: the decode
+        step's modelled p99 at the largest bucket the other schedulers reached while meeting the
+        SLOs, and the longest prompt's prefill scaled to the batch side within half its TTFT SLO."""
+        assert self.profile is not None
+        layouts = self.layouts(scheduler)
+        keys: list[Any] = [k for k in layouts.keys if (isinstance(k, tuple) if scheduler == "static-overlap"
+                                                       else isinstance(k, int) and 0 < k < self.total)]
+        options = [SplitOption(k, layouts[k].sm_count, layouts[k].batch_sm_count) for k in keys]
+        bucket = bucket_reached((r["summary"] for r in runs if not r["skipped"] and r["seed"] == self.s.seeds[0]),
+                                TARGET_ATTAINMENT, self.engine.buckets[-1])
+        mean_prompt, mean_output = mean_lengths(lengths_of(self.s, self.s.seeds[0]))
+        context = int(bucket * (mean_prompt + mean_output / 2))
+        profile = self.profile
+
+        def decode_us(key: Any) -> float | None:
+            return profile.latency(key, bucket, context, percentile=99) if key in profile.measured else None
+
+        def prefill_fits(batch_sms: int) -> bool:
+            longest_slo = self.slo.ttft_for(self.s.max_prompt)
+            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= longest_slo / 2
+
+        chosen = static_candidates(options, decode_us, prefill_fits, self.slo.tpot * 1e6, self.s.static_candidates)
+        why = {"bucket": bucket, "context_tokens": context, "candidates": [str(k) for k in chosen],
+               "decode_p99_us": {str(k): decode_us(k) for k in keys},
+               "prefill_fits": {str(k): prefill_fits(layouts[k].batch_sm_count) for k in keys}}
+        labels = [key_label(k) if scheduler == "static-overlap" else f"{k} SMs" for k in chosen]
+        return [Config(scheduler, label, k, order) for label, k in zip(labels, chosen)], why
+
+    def layouts(self, scheduler: str) -> Layouts:
+        """The layouts ``scheduler`` runs on: the overlapped ones or the disjoint ones."""
+        layouts = self.overlapped if scheduler.endswith("overlap") else self.disjoint
+        if layouts is None:
+            raise ValueError(f"no layouts were made for scheduler {scheduler!r}")
+        return layouts
+
+    def lanes_for(self, config: Config) -> Lanes:
+        name = config.scheduler
+        if name == "streams":
+            return self.plain
+        prefix = OVERLAP_PREFIX if name.endswith("overlap") else ""
+        if name.startswith("static"):
+            return StaticLanes(self.layouts(name), config.param, prefix)
+        if name == "policy":
+            if self.split_policy is None:
+                raise ValueError("the split policy was not made (make_split_policy)")
+            return PolicyLanes(self.split_policy, self.layouts(name))
+        share = self.s.slack_share if config.param is None else config.param
+        if name in ("pd", "pd-overlap"):
+            return PolicyLanes(self.pd[name, share], self.layouts(name), prefix)
+        raise ValueError(f"no lanes for scheduler {name!r}")
+
+    def run(self, config: Config, seed: int, rate: float, progress: Callable[[int, int, float], Any] | None = None) -> dict[str, Any]:
+        """One run of ``config`` over the trace of ``seed`` at ``rate``; its summary."""
+        s, engine = self.s, self.engine
+        trace = trace_for(s, rate, seed)
+        cap = s.duration_cap_s or run_cap(trace, self.slo)
+        aging = s.aging_ms / 1e3 if s.aging_ms else None
+        order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, aging)
+        settings = EngineSettings(engine.model.slots, engine.buckets, order, self.slo)
+        engine.reset()
+        scheduler: ChunkedScheduler | OverlapScheduler
+        if config.scheduler == "chunked":
+            engine.capture_mixed(self.plain.lane, config.param)
+            engine.warm_up([self.plain.lane], s.chunk, s.piece_layers)
+            scheduler = ChunkedScheduler(ChunkedRunner(engine, self.plain.lane), config.param, settings)
+        else:
+            lanes = self.lanes_for(config)
+            engine.warm_up(lanes.all(), s.chunk, s.piece_layers)
+            cursor = PrefillCursor(s.chunk, s.layers, s.piece_layers, order)
+            scheduler = OverlapScheduler(OverlapRunner(engine, lanes), cursor, s.prefill_depth, settings)
+        recorder = RunRecorder(trace, progress)
+        seconds, cut_off = serve(scheduler, Requests(trace), recorder, RealClock(), cap_s=cap, poll_s=s.poll_us * 1e-6)
+        summary = summarize(recorder.log(seconds, cut_off), self.slo)
+        if config.scheduler == "chunked":
+            summary["mixed_iterations"] = dict(engine.mixed_counts)
+        engine.reset()
+        return summary
