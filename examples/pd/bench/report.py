@@ -173,9 +173,14 @@ def runs_table(results: dict[str, Any]) -> str:
 
 
 def setting(results: dict[str, Any]) -> str:
-    """``32 layers, chat, NVIDIA H100 80GB HBM3; TTFT 1000 ms, TPOT 20.0 ms``: what a sweep ran."""
-    return (f"{results['model']['layers']} layers, {results['workload']}, "
-            f"{results.get('device', {}).get('name', 'GPU')}; {slo_from_json(results['slo']).describe()}")
+    """``32 layers, chat, NVIDIA H100 80GB HBM3; TTFT 1000 ms, TPOT 20.0 ms``: what a sweep ran
+    (``simulated with the calibration of ...`` in place of the GPU for a simulated sweep)."""
+    device = results.get("device", {}).get("name", "GPU")
+    if results.get("simulated"):
+        device = f"simulated with a calibration from {device}"
+    arrivals = results.get("settings", {}).get("arrivals")
+    mix = results["workload"] + (f", {arrivals}" if arrivals and arrivals != "poisson" else "")
+    return f"{results['model']['layers']} layers, {mix}, {device}; {slo_from_json(results['slo']).describe()}"
 
 
 def table(results: dict[str, Any]) -> str:

@@ -4,7 +4,9 @@ Uses the package's public API only."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import sys
 from typing import Any, Callable
 
 import torch
@@ -17,20 +19,20 @@ from torch_green_contexts.policy import SplitPolicy
 from ..engine.admission import order_for
 from ..engine.chunked import ChunkedScheduler
 from ..engine.gpu import Engine, plain_lanes
-from ..engine.lanes import ChunkedRunner, Lanes, OverlapRunner, PolicyLanes, StaticLanes, key_label, layout_lane
+from ..engine.lanes import (ChunkedRunner, Lane, Lanes, LayoutSubset, OverlapRunner, PolicyLanes, StaticLanes, key_label,
+                            layout_lane)
 from ..engine.overlap import OverlapScheduler
 from ..engine.planning import PrefillCursor
 from ..engine.request import Slo
 from ..engine.serve import RealClock, Requests, serve
 from ..engine.steps import EngineSettings
 from . import calibration, cli
-from .candidates import SplitOption, bucket_reached, static_candidates
+from .calibrate import calibrate
 from .estimates import run_cap
-from .metrics import TARGET_ATTAINMENT, summarize
+from .metrics import summarize
 from .recorder import RunRecorder
 from .search import Config
-from .traces import lengths_of, trace_for
-from .workload import mean_lengths
+from .traces import trace_for
 
 OVERLAP_PREFIX = "o"  # lane names of the overlapped Layouts (its end layouts share keys with the disjoint one)
 
@@ -53,8 +55,13 @@ def merged(a: sizing.LayoutProfile, b: sizing.LayoutProfile) -> sizing.LayoutPro
 class Bench:
     """Everything the runs share, built once: a run of any configuration is :meth:`run`."""
 
-    def __init__(self, s: cli.Settings, engine: Engine, total: int, counts: list[int]) -> None:
+    def __init__(self, s: cli.Settings, engine: Engine, total: int, counts: list[int], static_counts: list[int]) -> None:
+        """``counts``: the disjoint layouts the policies choose among; ``static_counts``: every
+        split the static scheduler's planner may choose (the disjoint layouts hold both)."""
         self.s, self.engine, self.total = s, engine, total
+        self.policy_counts = list(counts)
+        self.coarse: list[float] = []
+        self.calibration_path: str | None = None
         self.plain = plain_lanes(s.device)
         engine.capture(self.plain.lane)
         self.costs = calibration.measure_costs(engine, self.plain.lane, min(32, engine.model.slots), s.context,
@@ -70,7 +77,8 @@ class Bench:
         self.pd: dict[tuple[str, float], PrefillDecodePolicy] = {}  # (scheduler, slack_share) -> its policy
         self.split_policy: SplitPolicy | None = None
         if wants & {"static", "pd", "policy"}:
-            self.disjoint = Layouts(counts, device_id=s.device, latency_priority=self.high, ordering="per_role")
+            self.disjoint = Layouts(sorted(set(counts) | set(static_counts)), device_id=s.device,
+                                    latency_priority=self.high, ordering="per_role")
             for k in self.disjoint.keys:
                 engine.capture(layout_lane(self.disjoint[k]))
         if wants & {"static-overlap", "pd-overlap"}:
@@ -88,7 +96,9 @@ class Bench:
     def profile_layouts(self) -> dict[str, Any]:
         """Measure (or read) the layout profile and make the policies; returns what the results
         file records of it."""
-        s, parts = self.s, [x for x in (self.disjoint, self.overlapped) if x is not None]
+        s = self.s
+        parts = [self.policy_layouts(name) for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped))
+                 if made is not None]
         if not parts:
             return {}
         if s.layout_profile:
@@ -104,17 +114,48 @@ class Bench:
         with open(os.path.join(s.out, "layout-profile.json"), "w") as f:
             f.write(self.profile.to_json())
         print(self.profile.table())
-        for name, layouts in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
-            if layouts is not None and name in s.schedulers:
+        for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
+            if made is not None and name in s.schedulers:
                 for _, share in cli.policy_shares(s):
-                    self.pd[name, share] = PrefillDecodePolicy(self.profile, layouts, tpot_slo_us=self.slo.tpot * 1e6,
+                    self.pd[name, share] = PrefillDecodePolicy(self.profile, self.policy_layouts(name),
+                                                               tpot_slo_us=self.slo.tpot * 1e6,
                                                                headroom=s.policy_headroom, slack_share=share)
         return {"layout_profile": {"keys": [str(k) for k in self.profile.keys],
                                    "seconds": self.profile.settings.get("seconds")}}
 
+    def calibration(self, samples: int = 8) -> dict[str, Any]:
+        """The simulator's measured calibration on every lane of this bench (the overlapped
+        layouts' end lanes are the disjoint ones' ends, measured once)."""
+        lanes: dict[str, tuple[Lane, dict[str, int]]] = {"plain streams": (self.plain.lane, {
+            "latency_sms": self.total, "batch_sms": self.total, "shared_sms": self.total})}
+        aliases = {}
+        made = [(layouts, prefix) for layouts, prefix in ((self.disjoint, ""), (self.overlapped, OVERLAP_PREFIX))
+                if layouts is not None]
+        for layouts, prefix in made:
+            for key in layouts.keys:
+                layout = layouts[key]
+                lane = layout_lane(layout, prefix)
+                if prefix and not isinstance(key, tuple) and self.disjoint is not None and key in self.disjoint.keys:
+                    aliases[lane.key] = key_label(key)
+                    continue
+                lanes[lane.key] = (lane, {"latency_sms": layout.sm_count, "batch_sms": layout.batch_sm_count,
+                                          "shared_sms": layout.shared_sm_count})
+        switch = None
+        if self.disjoint is not None and len(self.disjoint.keys) > 1:
+            a, b = self.disjoint.keys[:2]
+            flip = itertools.cycle((a, b))
+
+            def switch() -> None:
+                self.disjoint.switch(next(flip))  # type: ignore[union-attr]
+
+        s = self.s
+        measured = calibrate(self.engine, lanes, self.plain.lane, s.budgets, s.chunk, s.piece_layers, switch, samples,
+                             say=lambda text: print(text, file=sys.stderr) if not s.quiet else None)
+        return {**measured, "aliases": aliases}
+
     def make_split_policy(self) -> None:
         """The TPOT-only SplitPolicy over the disjoint layouts, from its own profile."""
-        s, disjoint = self.s, self.layouts("policy")
+        s, disjoint = self.s, self.policy_layouts("policy")
         if s.profile:
             with open(s.profile) as f:
                 profile = sizing.LatencyProfile.from_json(f.read())
@@ -130,33 +171,17 @@ class Bench:
                                         ordering="per_role", headroom=s.policy_headroom)
 
     def static_configs(self, scheduler: str, runs: list[dict[str, Any]], order: str) -> tuple[list[Config], dict[str, Any]]:
-        """The static splits to run (disjoint or overlapped), chosen from both SLOs: the decode
-        step's modelled p99 at the largest bucket the other schedulers reached while meeting the
-        SLOs, and the longest prompt's prefill scaled to the batch side within half its TTFT SLO."""
-        assert self.profile is not None
-        layouts = self.layouts(scheduler)
-        keys: list[Any] = [k for k in layouts.keys if (isinstance(k, tuple) if scheduler == "static-overlap"
-                                                       else isinstance(k, int) and 0 < k < self.total)]
-        options = [SplitOption(k, layouts[k].sm_count, layouts[k].batch_sm_count) for k in keys]
-        bucket = bucket_reached((r["summary"] for r in runs if not r["skipped"] and r["seed"] == self.s.seeds[0]),
-                                TARGET_ATTAINMENT, self.engine.buckets[-1])
-        mean_prompt, mean_output = mean_lengths(lengths_of(self.s, self.s.seeds[0]))
-        context = int(bucket * (mean_prompt + mean_output / 2))
-        profile = self.profile
+        """The static splits to run (disjoint or overlapped): the planner's, from this bench's
+        calibration simulated over every split this bench has."""
+        from ..sim.bench import SimBench
+        from ..sim.calibration import load_calibration
 
-        def decode_us(key: Any) -> float | None:
-            return profile.latency(key, bucket, context, percentile=99) if key in profile.measured else None
-
-        def prefill_fits(batch_sms: int) -> bool:
-            longest_slo = self.slo.ttft_for(self.s.max_prompt)
-            return batch_sms > 0 and self.costs.prefill_s * self.total / batch_sms <= longest_slo / 2
-
-        chosen = static_candidates(options, decode_us, prefill_fits, self.slo.tpot * 1e6, self.s.static_candidates)
-        why = {"bucket": bucket, "context_tokens": context, "candidates": [str(k) for k in chosen],
-               "decode_p99_us": {str(k): decode_us(k) for k in keys},
-               "prefill_fits": {str(k): prefill_fits(layouts[k].batch_sm_count) for k in keys}}
-        labels = [key_label(k) if scheduler == "static-overlap" else f"{k} SMs" for k in chosen]
-        return [Config(scheduler, label, k, order) for label, k in zip(labels, chosen)], why
+        if self.calibration_path is None:
+            raise ValueError("the static splits are planned from the calibration: measure it first")
+        sim = SimBench(self.s, load_calibration(self.calibration_path), self.profile)
+        sim.coarse = self.coarse
+        keys = [k for k in sim.static_keys(scheduler) if k in self.layouts(scheduler).keys]
+        return sim.static_configs(scheduler, runs, order, keys)
 
     def layouts(self, scheduler: str) -> Layouts:
         """The layouts ``scheduler`` runs on: the overlapped ones or the disjoint ones."""
@@ -164,6 +189,12 @@ class Bench:
         if layouts is None:
             raise ValueError(f"no layouts were made for scheduler {scheduler!r}")
         return layouts
+
+    def policy_layouts(self, scheduler: str) -> LayoutSubset:
+        """The layouts a policy chooses among: the overlapped ones, or the disjoint ones of
+        ``--layout-counts`` (not every split the static planner may choose)."""
+        layouts = self.layouts(scheduler)
+        return LayoutSubset(layouts, layouts.keys if scheduler.endswith("overlap") else self.policy_counts)
 
     def lanes_for(self, config: Config) -> Lanes:
         name = config.scheduler
@@ -175,10 +206,10 @@ class Bench:
         if name == "policy":
             if self.split_policy is None:
                 raise ValueError("the split policy was not made (make_split_policy)")
-            return PolicyLanes(self.split_policy, self.layouts(name))
+            return PolicyLanes(self.split_policy, self.policy_layouts(name))
         share = self.s.slack_share if config.param is None else config.param
         if name in ("pd", "pd-overlap"):
-            return PolicyLanes(self.pd[name, share], self.layouts(name), prefix)
+            return PolicyLanes(self.pd[name, share], self.policy_layouts(name), prefix)
         raise ValueError(f"no lanes for scheduler {name!r}")
 
     def run(self, config: Config, seed: int, rate: float, progress: Callable[[int, int, float], Any] | None = None) -> dict[str, Any]:

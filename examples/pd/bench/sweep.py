@@ -12,23 +12,26 @@ from typing import Any, Sequence
 
 from ..engine.planning import bucket_list
 from ..engine.shape import ModelShape, kv_cache_bytes
+from ..sim.calibration import calibration_document, write_calibration
 from . import cli
 from .candidates import layout_counts
 from .estimates import capacity, expected_run_s, rates_from, run_cap
+from .families import run_families
 from .metrics import slo_from_json, slo_json
 from .report import dump, render
-from .search import Config, OutOfTime, Sweep, reusable, with_earlier
 from .traces import lengths_of, trace_for
 from .workload import describe
 
 GB = 1e9
-FAMILIES = ("chunked", "streams", "pd-overlap", "pd", "static-overlap", "static", "policy")  # the order they run in
 RESERVE_BYTES = 10 * GB  # graphs, activations of prefill batches and the allocator's slack
+# The static planner considers every split the device gives from this many decode SMs: fewer cannot
+# hold a decode step of a Llama-3-8B-shaped model within any TPOT SLO worth serving.
+MIN_STATIC_SMS = 16
 # Settings a resumed sweep may change: none changes what a run measures. (The static candidates
 # follow the runs made so far, so a --rerun may change them; a budget's runs are the same whatever
 # the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
-                        "rates", "budgets", "more_slack_shares")
+                        "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only")
 
 
 class Progress:
@@ -160,18 +163,23 @@ def main(argv: list[str] | None = None, doc: str | None = None) -> int:
             print(error, file=sys.stderr)
             return 1
     counts: list[int] = []
+    static_counts: list[int] = []
     if set(s.schedulers) & set(cli.SPLITS):
+        available = sizing.available_counts(s.device)
         wanted = (s.layout_counts if s.layout_counts is not None else cli.DEFAULT_COUNTS) + (total,)
-        counts, dropped = layout_counts(wanted, sizing.available_counts(s.device), total)
+        counts, dropped = layout_counts(wanted, available, total)
         if dropped:
             say(f"the device cannot split off exactly {dropped} SMs: left out")
+        if "static" in s.schedulers:
+            static_counts = [k for k in available if MIN_STATIC_SMS <= k < total]
     engine = Engine(model, buckets)
-    bench = Bench(s, engine, total, counts)
+    bench = Bench(s, engine, total, counts, static_counts)
     costs, slo = bench.costs, bench.slo
     if earlier:  # the resumed runs were judged against the earlier SLOs: keep them, and its rates
         slo = bench.slo = slo_from_json(earlier["slo"])
     capacity_rps = capacity(lengths_of(s, s.seeds[0]), costs)
     coarse = sorted(s.rates) if s.rates else earlier.get("coarse_rates") or rates_from(capacity_rps, s.load_fractions)
+    bench.coarse = list(coarse)
     results.update(costs={"decode_step_ms": costs.decode_step_s * 1e3, "decode_batch": costs.decode_batch,
                           "context": s.context, "prefill_ms": costs.prefill_s * 1e3, "prefill_tokens": s.max_prompt},
                    slo={**slo_json(slo),
@@ -190,53 +198,22 @@ def main(argv: list[str] | None = None, doc: str | None = None) -> int:
         if "policy" in s.schedulers:
             bench.make_split_policy()
         results.update(bench.profile_layouts())
+        if s.calibration:
+            results["calibration"] = bench.calibration_path = s.calibration
+        else:
+            say("measuring the simulator's calibration (--calibration reuses one)")
+            path = os.path.join(s.out, "calibration.json")
+            write_calibration(path, calibration_document(results, bench.calibration()))
+            results["calibration"] = bench.calibration_path = path
+            say(f"calibration written to {path}")
         results["setup_s"] = time.perf_counter() - began
+        if s.calibrate_only:
+            dump(results, os.path.join(s.out, "setup.json"))
+            say(f"--calibrate-only: calibration, layout profile and set-up in {s.out}/ "
+                f"({results['setup_s'] / 60:.1f} min)")
+            return 0
 
-        def run(config: Config, seed: int, rate: float) -> dict[str, Any]:
-            return bench.run(config, seed, rate, progress=lambda n_done, n, t: say.live(
-                f"  {n_done}/{n} requests finished, {t:.0f} s"))
-
-        def all_runs() -> list[dict[str, Any]]:  # this sweep's, then an earlier one's it has not reached
-            return with_earlier(sweep.runs, earlier.get("runs", []))
-
-        def on_run(record: dict[str, Any]) -> None:
-            results["runs"] = all_runs()
-            summary = record["summary"]
-            if summary is not None:
-                say(f"[{len(results['runs'])}] {record['scheduler']}, {record['config']}, seed {record['seed']} @ "
-                    f"{record['rate']:.3g} req/s: attainment {summary['attainment']:.0%}, P99 margin "
-                    f"{summary['p99_margin']:.2f} (TTFT p99 {summary['p99_ttft_ms'] or float('inf'):.0f} ms, ITL p99 "
-                    f"{summary['itl_ms']['p99'] or 0:.1f} ms) ({(time.perf_counter() - began) / 60:.1f} min)")
-            dump(results, out)
-
-        deadline = time.monotonic() + s.time_budget_s - (time.perf_counter() - began) if s.time_budget_s else float("inf")
-        sweep = Sweep(run, coarse, s.seeds, s.stop_below, s.min_rates, s.max_rates, deadline=deadline,
-                      run_s=expected_run_s(trace_for(s, coarse[-1], s.seeds[0]), costs,
-                                           run_cap(trace_for(s, coarse[-1], s.seeds[0]), slo)),
-                      done=reusable(earlier.get("runs", [])), on_run=on_run)
-        results["runs"] = all_runs()
-        # What a resumed sweep chose before stands until this one chooses again.
-        results["chosen"] = {k: v for k, v in earlier.get("chosen", {}).items() if k not in s.rerun}
-        results.update({k: v for k, v in earlier.items() if k.endswith("_candidates") and k[:-11] not in s.rerun})
-        try:
-            for i, name in enumerate(FAMILIES):
-                if name not in s.schedulers:
-                    continue
-                first = s.admission[0]
-                if name.startswith("static"):  # from the runs of the families before it, as when first run
-                    configs, why = bench.static_configs(name, static_basis(all_runs(), FAMILIES[:i]), first)
-                    results[f"{name}_candidates"] = why
-                else:
-                    configs = family_configs(name, s, first)
-                chosen = sweep.family(configs, s.admission[1:])
-                results["chosen"][name] = {metric: c.name for metric, c in chosen.items()}
-                results["runs"] = all_runs()
-                dump(results, out)
-            results["incomplete"] = None
-        except OutOfTime as stop:
-            results["incomplete"] = f"the time budget ran out before {stop}"
-            say(f"time budget reached: {results['incomplete']}; --resume {out} continues")
-        results["runs"] = all_runs()
+        run_families(bench, s, results, earlier, coarse, out, began, say)
     finally:
         bench.close()
     finish(results, s, began)
@@ -252,24 +229,6 @@ def host_sleep_us(poll_us: float) -> float | None:
         time.sleep(poll_us * 1e-6)
         times.append(time.perf_counter() - start)
     return sorted(times)[25] * 1e6
-
-
-def family_configs(name: str, s: cli.Settings, order: str) -> list[Config]:
-    """The configurations a scheduler other than the static ones runs, in ``order``: chunked
-    prefill one per budget, the two-SLO policies one per slack share, the others one."""
-    if name == "chunked":
-        return [Config(name, f"budget {b}", b, order) for b in s.budgets]
-    if name in ("pd", "pd-overlap"):
-        return [Config(name, label, share, order) for label, share in cli.policy_shares(s)]
-    return [Config(name, "", None, order)]
-
-
-def static_basis(runs: list[dict[str, Any]], before: Sequence[str]) -> list[dict[str, Any]]:
-    """The runs a static scheduler's candidates are chosen from: those of the families run
-    before it, less the policies' further slack shares, so that adding a share changes no
-    static split's candidates."""
-    return [r for r in runs if r["scheduler"] in before
-            and not (r["scheduler"] in ("pd", "pd-overlap") and r["config"].startswith("slack "))]
 
 
 def estimate(s: cli.Settings, coarse: list[float], costs: Any, slo: Any) -> str:

@@ -17,7 +17,7 @@ decode step's stream waits for it on the device.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from torch_green_contexts.step_policy import LayoutKey, LayoutSet, StepPolicy
 
@@ -49,6 +49,49 @@ def layout_lane(layout: Any, prefix: str = "") -> Lane:
     """The lane of one layout, named by ``prefix`` and its key (lanes of two ``Layouts`` need
     different prefixes: each lane has its own graphs)."""
     return Lane(prefix + key_label(layout.key), layout.latency_stream, layout.batch_stream)
+
+
+class LayoutSubset:
+    """Some layouts of a ``Layouts`` (``keys``, in that order), as a ``LayoutSet`` of their own
+    that switches the whole: a policy chooses among a few layouts of a larger set whose other
+    layouts serve other schedulers, and every lane keeps one set of streams and graphs."""
+
+    def __init__(self, layouts: HandoffLayouts, keys: Sequence[LayoutKey]) -> None:
+        missing = [k for k in keys if k not in layouts.keys]
+        if missing:
+            raise KeyError(f"no layouts {missing}; have {list(layouts.keys)}")
+        self.layouts, self._keys = layouts, tuple(keys)
+
+    @property
+    def keys(self) -> tuple[LayoutKey, ...]:
+        return self._keys
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(k for k in self._keys if isinstance(k, int))
+
+    def __getitem__(self, key: LayoutKey) -> Any:
+        if key not in self._keys:
+            raise KeyError(f"no layout {key!r}; have {list(self._keys)}")
+        return self.layouts[key]
+
+    def switch(self, key: LayoutKey, *, ordering: str | None = None) -> Any:
+        if key not in self._keys:
+            raise KeyError(f"no layout {key!r}; have {list(self._keys)}")
+        return self.layouts.switch(key, ordering=ordering)
+
+    def handoff(self) -> Marker:
+        return self.layouts.handoff()
+
+    @property
+    def device_id(self) -> Any:
+        return getattr(self.layouts, "device_id")
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self.layouts[k] for k in self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 class Lanes(Protocol):

@@ -9,7 +9,7 @@ import pytest
 from examples.pd.engine.admission import Live, PrefillQueue
 from examples.pd.engine.shape import ModelShape, kv_cache_bytes
 from examples.pd.engine.planning import PrefillCursor, bucket_for, bucket_list, compose_chunked
-from examples.pd.bench.candidates import SplitOption, bucket_reached, layout_counts, static_candidates
+from examples.pd.bench.candidates import layout_counts
 from examples.pd.engine.request import Request
 
 
@@ -69,52 +69,6 @@ def test_prefill_cursor_cuts_batches_into_layer_blocks():
     assert not cursor.busy
     with pytest.raises(ValueError):
         PrefillCursor(0, 5, 1)
-
-
-OPTIONS = [SplitOption(k, k, 132 - k) for k in (16, 24, 32, 48, 64, 96)]
-
-
-def decode_us(key):
-    """p99 decode latency (us) at some bucket: falls with more SMs."""
-    return 1_280_000 / key
-
-
-def test_static_candidates_from_the_tpot_slo_when_prefill_fits_everywhere():
-    fits = lambda batch_sms: True  # noqa: E731
-    # 24 SMs -> 53 ms, 32 -> 40 ms: 32 is the fewest meeting 40 ms; the TTFT anchor is 96.
-    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=1) == [32]
-    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=2) == [32, 96]
-    assert static_candidates(OPTIONS, decode_us, fits, 40000) == [32, 96, 24]
-    assert static_candidates(OPTIONS, decode_us, fits, 40000, n=5) == [32, 96, 24, 48, 64]
-
-
-def test_static_candidates_never_starve_prefill():
-    # Prefill fits only with 84 or more batch SMs (48 latency SMs at most); decode needs 64.
-    fits = lambda batch_sms: batch_sms >= 84  # noqa: E731
-    assert static_candidates(OPTIONS, decode_us, fits, 20000) == [64, 48, 96]
-    assert static_candidates(OPTIONS, decode_us, fits, 20000, n=4) == [64, 48, 96, 32]
-    # Nothing meets the TPOT SLO: the most latency SMs; nothing fits prefill: the fewest.
-    assert static_candidates(OPTIONS, decode_us, lambda b: False, 1.0, n=2) == [96, 16]
-    # Unknown figures count as not meeting.
-    assert static_candidates(OPTIONS, lambda k: None, fits, 1e9, n=1) == [96]
-    with pytest.raises(ValueError, match="no split"):
-        static_candidates([], decode_us, fits, 1000)
-
-
-def test_static_candidates_order_overlapped_keys_by_latency_sms():
-    options = [SplitOption((16, 64), 68, 116), SplitOption((32, 32), 100, 100), SplitOption((16, 32), 100, 116)]
-    lat = {(16, 64): 30000, (32, 32): 15000, (16, 32): 15000}.get
-    # (16, 32) before (32, 32): the same latency SMs, more batch SMs.
-    assert static_candidates(options, lat, lambda b: b >= 100, 20000) == [(16, 32), (32, 32), (16, 64)]
-
-
-def test_bucket_reached_prefers_the_runs_that_met_the_slos():
-    runs = [{"attainment": 1.0, "largest_bucket": 16}, {"attainment": 0.95, "largest_bucket": 32},
-            {"attainment": 0.4, "largest_bucket": 96}]
-    assert bucket_reached(runs, 0.9, 96) == 32
-    assert bucket_reached(runs[2:], 0.9, 64) == 96
-    assert bucket_reached([], 0.9, 64) == 64
-    assert bucket_reached([{"attainment": 1.0, "largest_bucket": 0}], 0.9, 64) == 64  # no decode step
 
 
 def test_layout_counts_keep_the_ends_and_what_the_device_gives():

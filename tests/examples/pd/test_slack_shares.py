@@ -22,7 +22,7 @@ def test_the_default_share_is_unlabelled_and_each_further_share_is_a_configurati
 
 
 def test_each_family_runs_its_configurations_and_static_candidates_ignore_further_shares():
-    from examples.pd.bench.sweep import family_configs, static_basis
+    from examples.pd.bench.families import family_configs, static_basis
 
     s = cli.parse(["--budgets", "256,1024", "--more-slack-shares", "0"])
     assert family_configs("chunked", s, "spf") == [Config("chunked", "budget 256", 256, "spf"),

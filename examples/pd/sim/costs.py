@@ -1,0 +1,163 @@
+"""What each kind of work costs the simulated device, fitted from a calibration: per lane, a
+decode step over its bucket and context tokens and a prefill piece over its tokens and attention
+pairs, each alone and beside the other side's work; chunked prefill's mixed iterations over
+their token bucket, decode context and attention pairs. Each model is fitted to the medians, and
+the measured samples over their median give the spread a simulated step draws from. Plain
+Python."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+from typing import Any, Sequence
+
+from .calibration import CalibrationError
+
+
+def fit_nonnegative(rows: Sequence[tuple[Sequence[float], float]]) -> list[float]:
+    """Least squares ``y ~ sum(c_i * x_i)`` over ``rows`` of (x, y), with every coefficient 0
+    or more (a term that would come out negative is dropped and the rest refitted)."""
+    width = len(rows[0][0])
+    active = list(range(width))
+    while True:
+        solution = _least_squares([([x[i] for i in active], y) for x, y in rows])
+        if all(c >= 0 for c in solution) or len(active) == 1:
+            coefficients = [0.0] * width
+            for i, c in zip(active, solution):
+                coefficients[i] = max(0.0, c)
+            return coefficients
+        worst = min(range(len(active)), key=lambda j: solution[j])
+        del active[worst]
+
+
+def _least_squares(rows: Sequence[tuple[Sequence[float], float]]) -> list[float]:
+    n = len(rows[0][0])
+    a = [[sum(x[i] * x[j] for x, _ in rows) + (1e-9 * (1 + sum(x[i] ** 2 for x, _ in rows)) if i == j else 0.0)
+          for j in range(n)] + [sum(x[i] * y for x, y in rows)] for i in range(n)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        if abs(a[col][col]) < 1e-300:
+            continue
+        for r in range(n):
+            if r != col:
+                factor = a[r][col] / a[col][col]
+                a[r] = [u - factor * v for u, v in zip(a[r], a[col])]
+    return [a[i][n] / a[i][i] if abs(a[i][i]) > 1e-300 else 0.0 for i in range(n)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """Measured samples over their point's median: a simulated step's duration is its model's
+    median times one of them."""
+
+    ratios: tuple[float, ...]
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[float]]) -> Spread:
+        ratios = [v / statistics.median(g) for g in groups if g for v in g]
+        return cls(tuple(sorted(ratios)) or (1.0,))
+
+    def draw(self, rng: random.Random) -> float:
+        return self.ratios[rng.randrange(len(self.ratios))]
+
+
+@dataclasses.dataclass(frozen=True)
+class Linear:
+    """``sum(c_i * x_i)`` microseconds over named features."""
+
+    names: tuple[str, ...]
+    coefficients: tuple[float, ...]
+
+    def at(self, **features: float) -> float:
+        return sum(c * features[n] for n, c in zip(self.names, self.coefficients))
+
+    @classmethod
+    def fit(cls, names: tuple[str, ...], points: Sequence[tuple[dict[str, float], float]]) -> Linear:
+        rows = [([f[n] for n in names], y) for f, y in points]
+        return cls(names, tuple(fit_nonnegative(rows)))
+
+
+@dataclasses.dataclass(frozen=True)
+class LaneCosts:
+    """One lane's decode step and prefill piece (per layer), each alone (``idle``) and beside
+    the other side's work (``loaded``), in microseconds, with their spreads."""
+
+    latency_sms: int
+    batch_sms: int
+    shared_sms: int
+    decode_idle: Linear
+    decode_loaded: Linear
+    prefill_idle: Linear
+    prefill_loaded: Linear
+    decode_spread: Spread
+    prefill_spread: Spread
+
+    def decode_us(self, bucket: int, context_tokens: int) -> tuple[float, float]:
+        f = {"one": 1.0, "rows": float(bucket), "kilo_tokens": context_tokens / 1000.0}
+        return self.decode_idle.at(**f), self.decode_loaded.at(**f)
+
+    def prefill_us(self, tokens: int, pairs: int, layers: int) -> tuple[float, float]:
+        f = {"one": 1.0, "tokens": float(tokens), "mega_pairs": pairs / 1e6}
+        return layers * self.prefill_idle.at(**f), layers * self.prefill_loaded.at(**f)
+
+    @classmethod
+    def fit(cls, lane: dict[str, Any]) -> LaneCosts:
+        decode, prefill = lane["decode"], lane["prefill"]
+
+        def decode_fit(state: str) -> Linear:
+            return Linear.fit(("one", "rows", "kilo_tokens"), [
+                ({"one": 1.0, "rows": float(p["bucket"]), "kilo_tokens": p["context_tokens"] / 1000.0},
+                 statistics.median(p[state])) for p in decode])
+
+        def prefill_fit(state: str) -> Linear:
+            return Linear.fit(("one", "tokens", "mega_pairs"), [
+                ({"one": 1.0, "tokens": float(p["tokens"]), "mega_pairs": p["pairs"] / 1e6},
+                 statistics.median(p[state]) / p["layers"]) for p in prefill])
+
+        return cls(lane["latency_sms"], lane["batch_sms"], lane["shared_sms"], decode_fit("idle_us"),
+                   decode_fit("loaded_us"), prefill_fit("idle_us"), prefill_fit("loaded_us"),
+                   Spread.of([p[s] for p in decode for s in ("idle_us", "loaded_us")]),
+                   Spread.of([p[s] for p in prefill for s in ("idle_us", "loaded_us")]))
+
+
+@dataclasses.dataclass(frozen=True)
+class MixedCosts:
+    """Chunked prefill's mixed iteration: a cost per prompt-token bucket (interpolated between
+    the measured ones, extended along the last segment), plus the decode rows' context and the
+    prompt parts' attention beyond one part from the slot's start."""
+
+    tokens: tuple[int, ...]
+    base_us: tuple[float, ...]
+    per_kilo_context_us: float
+    per_mega_pair_us: float
+    spread: Spread
+
+    def us(self, bucket: int, context_tokens: int, pairs: int) -> float:
+        xs, ys = self.tokens, self.base_us
+        if len(xs) == 1:
+            base = ys[0] * bucket / xs[0]
+        else:
+            i = max(1, min(len(xs) - 1, next((j for j, x in enumerate(xs) if x >= bucket), len(xs) - 1)))
+            base = ys[i - 1] + (ys[i] - ys[i - 1]) * (bucket - xs[i - 1]) / (xs[i] - xs[i - 1])
+        extra_pairs = max(0, pairs - bucket * (bucket + 1) // 2)
+        return max(0.0, base) + self.per_kilo_context_us * context_tokens / 1000.0 + self.per_mega_pair_us * extra_pairs / 1e6
+
+    @classmethod
+    def fit(cls, entries: list[dict[str, Any]], per_mega_pair_us: float) -> MixedCosts:
+        if not entries:
+            raise CalibrationError("the calibration has no mixed iterations (chunked prefill): it was measured "
+                                   "without flash attention; calibrate with --attention flash")
+        by_tokens: dict[int, list[tuple[float, float]]] = {}
+        for e in entries:
+            by_tokens.setdefault(e["prompt_tokens"], []).append((e["context_tokens"], statistics.median(e["us"])))
+        slopes = []
+        for points in by_tokens.values():
+            (c0, y0), (c1, y1) = min(points), max(points)
+            if c1 > c0:
+                slopes.append((y1 - y0) / (c1 - c0) * 1000.0)
+        per_kilo = max(0.0, statistics.median(slopes)) if slopes else 0.0
+        tokens = tuple(sorted(by_tokens))
+        base = tuple(statistics.fmean(y - per_kilo * c / 1000.0 for c, y in by_tokens[t]) for t in tokens)
+        return cls(tokens, base, per_kilo, per_mega_pair_us, Spread.of([e["us"] for e in entries]))
