@@ -151,7 +151,7 @@ class Calibrator:
         (first, middle and last pieces of a batch alike), a mixed iteration, a layout switch,
         an event query, and a sleep of 50 us."""
         engine, m = self.engine, self.model
-        rows = [(i, 1024) for i in range(min(32, m.slots))]
+        rows = [(i, min(1024, m.max_len - 1)) for i in range(min(32, m.slots - 1) or 1)]  # and a mixed pass's part
         bucket = next(b for b in engine.buckets if b >= len(rows))
         figures = {"decode_launch_us": _host_us(lambda: engine.decode(plain, rows, bucket), m.device)}
         live = Live(Request(0, 0.0, self.chunk, 2), 0)
@@ -164,10 +164,14 @@ class Calibrator:
 
         pieces_per_batch = -(-layers // self.piece_layers)
         figures["piece_launch_us"] = _host_us(pieces, m.device) / pieces_per_batch
-        if engine.mixed is not None:
-            decode = [(i, 1024) for i in range(len(rows))]
-            part = [Part(1, 1, 0, 256)]
-            figures["mixed_launch_us"] = _host_us(lambda: engine.mixed.launch(plain, decode, part, [False]), m.device)  # type: ignore[union-attr]
+        mixed = engine.mixed
+        buckets = mixed.captured(plain) if mixed is not None else []
+        if mixed is not None and buckets:  # the inputs are packed on the host: the cost grows with the prompt rows
+            for tokens, name in ((buckets[0], "mixed_launch_us"), (buckets[-1], "mixed_launch_top_us")):
+                part = [Part(m.slots, m.slots - 1, 0, tokens)]
+                figures[name] = _host_us(lambda: mixed.launch(plain, rows, part, [False]), m.device)
+            figures["mixed_top_tokens"] = float(buckets[-1])
+            figures["mixed_tokens"] = float(buckets[0])
         if switch is not None:
             figures["switch_us"] = _host_us(switch, m.device, calls=200)
         event = torch.cuda.Event()  # type: ignore[no-untyped-call]

@@ -72,6 +72,7 @@ class Settings:
     layout_profile: str | None
     calibration: str | None
     calibrate_only: bool
+    trace_runs: bool
     profile_rounds: int
     profile_samples: int
     context: int
@@ -149,6 +150,22 @@ def with_earlier_shares(s: Settings, earlier_settings: dict[str, Any]) -> Settin
     shares = tuple(dict.fromkeys(s.more_slack_shares + tuple(float(v) for v in
                                                              earlier_settings.get("more_slack_shares") or ())))
     return s if shares == s.more_slack_shares else dataclasses.replace(s, more_slack_shares=shares)
+
+
+def settings_from(recorded: dict[str, Any], **changes: Any) -> Settings:
+    """The settings a results file records (``settings_dict``), with ``changes``; settings added
+    since the file was written take their defaults. A ValueError names what does not fit."""
+    defaults = settings_dict(parse(["--workload", recorded.get("workload", "today")]))
+    values = {**defaults, **{k: v for k, v in recorded.items() if k in defaults}, **changes}
+    for name, field in Settings.__dataclass_fields__.items():
+        value = values[name]
+        if isinstance(value, list):
+            values[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    settings = Settings(**values)
+    error = check(settings)
+    if error:
+        raise ValueError(f"the recorded settings do not hold: {error}")
+    return settings
 
 
 def settings_dict(s: Settings) -> dict[str, Any]:

@@ -114,6 +114,8 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
         "--calibrate-only) to keep instead of measuring it again (default: measure it, about a minute)")
     add("--calibrate-only", action="store_true", help="measure what the simulator needs (reference costs, the layout "
         "profile, the calibration), write them to --out and stop before any run")
+    add("--trace-runs", action="store_true", help="record every run's device timeline (each decode step, prefill "
+        "piece and chunked iteration, with CUDA events) in --out/timelines/ (default: no)")
     add("--layout-profile", help="the layout profile (sizing.profile_layouts JSON) to read instead of measuring it (default: measure it)")
     add("--profile-rounds", type=int, help="rounds of the profiles (default 2; 1 with --quick)")
     add("--profile-samples", type=int, help="timed calls per profile variant and round (default 10; 5 with --quick)")

@@ -5,6 +5,7 @@ Uses the package's public API only."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 from typing import Any, Callable
@@ -26,6 +27,7 @@ from ..engine.planning import PrefillCursor
 from ..engine.request import Slo
 from ..engine.serve import RealClock, Requests, serve
 from ..engine.steps import EngineSettings
+from ..engine.timeline import Timeline
 from . import calibration, cli
 from .calibrate import calibrate
 from .estimates import run_cap
@@ -232,9 +234,24 @@ class Bench:
             cursor = PrefillCursor(s.chunk, s.layers, s.piece_layers, order)
             scheduler = OverlapScheduler(OverlapRunner(engine, lanes), cursor, s.prefill_depth, settings)
         recorder = RunRecorder(trace, progress)
+        if s.trace_runs:
+            engine.timeline = Timeline(self.plain.lane.latency)
         seconds, cut_off = serve(scheduler, Requests(trace), recorder, RealClock(), cap_s=cap, poll_s=s.poll_us * 1e-6)
         summary = summarize(recorder.log(seconds, cut_off), self.slo)
         if config.scheduler == "chunked":
             summary["mixed_iterations"] = dict(engine.mixed_counts)
+        if engine.timeline is not None:
+            self.write_timeline(config, seed, rate, engine.timeline.read(), summary)
+            engine.timeline = None
         engine.reset()
         return summary
+
+    def write_timeline(self, config: Config, seed: int, rate: float, works: list[dict[str, Any]],
+                       summary: dict[str, Any]) -> None:
+        """The run's device timeline, as --trace-runs asks, in --out/timelines/."""
+        folder = os.path.join(self.s.out, "timelines")
+        os.makedirs(folder, exist_ok=True)
+        name = f"{config.scheduler}-{config.name}-seed{seed}-{rate:g}".replace(" ", "").replace(",", "-").replace("/", "_")
+        with open(os.path.join(folder, name + ".json"), "w") as f:
+            json.dump({"scheduler": config.scheduler, "config": config.name, "param": config.param, "seed": seed,
+                       "rate": rate, "summary": summary, "works": works}, f)

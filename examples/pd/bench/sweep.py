@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 from ..engine.planning import bucket_list
 from ..engine.shape import ModelShape, kv_cache_bytes
-from ..sim.calibration import calibration_document, write_calibration
+from ..sim.calibration import (CalibrationError, calibration_document, check_matches, load_calibration,
+                               write_calibration)
 from . import cli
 from .candidates import layout_counts
 from .estimates import capacity, expected_run_s, rates_from, run_cap
@@ -31,7 +32,7 @@ MIN_STATIC_SMS = 16
 # follow the runs made so far, so a --rerun may change them; a budget's runs are the same whatever
 # the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
-                        "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only")
+                        "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only", "trace_runs")
 
 
 class Progress:
@@ -99,6 +100,11 @@ def measured_elsewhere(s: cli.Settings, earlier: dict[str, Any], device: str) ->
         names = sorted({p["device"] for p in parts if p.get("device") not in (None, device)})
         if names:
             elsewhere.append(f"--layout-profile {s.layout_profile} was measured on {', '.join(names)}")
+    if s.calibration:
+        try:
+            check_matches(load_calibration(s.calibration), layers=s.layers, device=device, path=s.calibration)
+        except CalibrationError as error:
+            elsewhere.append(str(error))
     return elsewhere
 
 

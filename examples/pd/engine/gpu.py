@@ -20,6 +20,7 @@ from .lanes import Lane, PlainLanes
 from .mixed import MixedGraphs
 from .model import Model, Part, Rows
 from .planning import ChunkedPlan, Piece
+from .timeline import Timeline
 
 
 def plain_lanes(device: int) -> PlainLanes:
@@ -61,6 +62,7 @@ class Engine:
         self._load: _Job | None = None
         self.mixed = MixedGraphs(model) if model.attention == "flash" else None
         self.mixed_counts = {"graphed": 0, "eager": 0}  # chunked prefill's mixed iterations since reset()
+        self.timeline: Timeline | None = None  # the device timeline of a run, when one is recorded
         self.set_rows([], top)
         self.meta.copy_(self.meta_host)
         torch.cuda.synchronize(device)
@@ -128,11 +130,16 @@ class Engine:
         with torch.cuda.stream(stream):
             for marker in joining:
                 marker.wait(stream)
+            if self.timeline is not None:
+                self.timeline.begin("decode", lane.key, "latency", stream, rows=len(rows), bucket=bucket,
+                                    context=sum(length for _, length in rows))
             self.meta.copy_(self.meta_host, non_blocking=True)
             self.graphs[(lane.key, bucket)]()
             if after is not None:
                 after()
             self.out_host[:bucket].copy_(self.out[:bucket], non_blocking=True)
+            if self.timeline is not None:
+                self.timeline.end(stream)
             return EventPending(stream)
 
     def start(self, parts: Sequence[Part], decode: Sequence[tuple[int, int]] = ()) -> _Job:
@@ -155,6 +162,12 @@ class Engine:
         the batch's last piece samples the first token of each request it completes."""
         stream = lane.batch
         with torch.cuda.stream(stream):
+            if self.timeline is not None:
+                spans = [(p.start, p.length) for p in piece.batch.parts]
+                self.timeline.begin("prefill", lane.key, "batch", stream, tokens=piece.batch.tokens, prompts=len(spans),
+                                    pairs=sum(n * start + n * (n + 1) // 2 for start, n in spans),
+                                    layers=piece.last_layer - piece.first_layer, first=int(piece.starts),
+                                    last=int(piece.ends))
             if piece.starts:
                 parts = [Part(p.live.request.id, p.live.slot, p.start, p.length) for p in piece.batch.parts]
                 self._jobs[piece.batch.id] = self.start(parts)
@@ -166,6 +179,8 @@ class Engine:
                         for (first, length, _, _), p in zip(job.rows.parts, piece.batch.parts) if p.completes]
                 self._sample(job, [r for r, _ in done], [s for _, s in done])
                 del self._jobs[piece.batch.id]
+            if self.timeline is not None:
+                self.timeline.end(stream)
             return EventPending(stream)
 
     def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> EventPending:
@@ -177,7 +192,14 @@ class Engine:
             return self.decode(lane, decode, bucket)
         parts = [Part(p.live.request.id, p.live.slot, p.start, p.length) for p in plan.parts]
         if self.mixed is not None:
+            if self.timeline is not None:
+                self.timeline.begin("mixed", lane.key, "latency", lane.latency, rows=len(decode), bucket=bucket,
+                                    context=sum(length for _, length in decode),
+                                    tokens=sum(p.length for p in parts),
+                                    pairs=sum(p.length * p.start + p.length * (p.length + 1) // 2 for p in parts))
             replayed = self.mixed.launch(lane, decode, parts, [p.completes for p in plan.parts])
+            if self.timeline is not None:
+                self.timeline.end(lane.latency)
             if replayed is not None:
                 self.mixed_counts["graphed"] += 1
                 return replayed

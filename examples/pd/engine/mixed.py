@@ -163,6 +163,10 @@ class MixedGraphs:
             self._graphs[(lane.key, tokens)] = sizing.graphed(functools.partial(self.body, tokens), lane.latency)
             self._buckets[lane.key] = sorted({*self._buckets.get(lane.key, []), tokens})
 
+    def captured(self, lane: Lane) -> list[int]:
+        """The token buckets captured on ``lane``, ascending."""
+        return list(self._buckets.get(lane.key, []))
+
     def bucket(self, lane: Lane, rows: int) -> int | None:
         """The smallest bucket captured on ``lane`` that holds ``rows`` prompt rows (None: none
         does)."""

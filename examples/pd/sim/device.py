@@ -51,7 +51,7 @@ class SimClock:
             return
         step = seconds + self.oversleep_s
         target = start + step
-        woken = self.wake(start)
+        woken = self.wake(self.t)  # from the last look: what ended while the host was busy is seen at once
         if woken is not None and woken > target:
             target = start + math.ceil((woken - start) / step - 1e-9) * step
         self.t = target

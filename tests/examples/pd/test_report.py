@@ -258,7 +258,7 @@ def test_a_results_file_is_reported_again_without_a_gpu(tmp_path, capsys):
 
 def test_help_states_every_default():
     for action in cli.parser()._actions:
-        if action.option_strings and action.dest not in ("help", "quick", "quiet", "calibrate_only"):
+        if action.option_strings and action.dest not in ("help", "quick", "quiet", "calibrate_only", "trace_runs"):
             assert "default" in (action.help or ""), action.option_strings
 
 
