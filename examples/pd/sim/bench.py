@@ -83,6 +83,7 @@ class SimBench:
         self.device: SimDevice | None = None
         self.last_device: SimDevice | None = None
         self.coarse: list[float] = []
+        self.skip_looks = True  # a polling host moves straight to its first look after the next event
         self.say: Callable[[str], None] = lambda text: None
 
     def _device(self) -> SimDevice:
@@ -172,7 +173,7 @@ class SimBench:
         aging = s.aging_ms / 1e3 if s.aging_ms else None
         order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, aging)
         settings = EngineSettings(self.slots, self.buckets, order, self.slo)
-        clock = SimClock(self.oversleep_s)
+        clock = SimClock(self.oversleep_s, s.poll_us * 1e-6)
         rng = random.Random(f"{seed}/{rate:g}/{config.scheduler}/{config.name}")
         device = self.device = SimDevice(clock, self.lane_costs, self.aliases, self.mixed, self.host_us, rng,
                                          self.max_len)
@@ -182,11 +183,11 @@ class SimBench:
             timer.attach(device)
         source = Requests(trace)
 
-        def wake(after: float) -> float | None:
-            moments = [t for t in (device.next_end(after), source.next_arrival) if t is not None]
-            return min(moments) if moments else None
+        def wake(after: float) -> float | None:  # the next change a look could see: an end, an arrival, the cap
+            moments = [t for t in (device.next_end(after), source.next_arrival, cap) if t is not None]
+            return min(moments)
 
-        clock.wake = wake
+        clock.wake = wake if self.skip_looks else None
         scheduler: ChunkedScheduler | OverlapScheduler
         if config.scheduler == "chunked":
             device.use_budget(config.param)

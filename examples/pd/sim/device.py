@@ -23,17 +23,17 @@ from ..engine.planning import ChunkedPlan, Piece
 from .costs import LaneCosts, MixedCosts
 
 ROLES = ("latency", "batch")
-LONG_SLEEP_S = 1e-3  # a sleep at least this long waits for an arrival, not for the device
 
 
 class SimClock:
-    """The host's virtual clock: ``sleep`` adds the host's measured oversleep to short sleeps,
-    ``spend`` books host time for a launch, and a poll skips to the first look after ``wake``."""
+    """The host's virtual clock: every sleep oversleeps by the host's measured overshoot,
+    ``spend`` books host time for a launch, and a look's pause (a sleep of ``poll_s``) skips to
+    the first look after ``wake`` (the next change a look could see)."""
 
-    def __init__(self, oversleep_s: float = 0.0) -> None:
+    def __init__(self, oversleep_s: float = 0.0, poll_s: float = 50e-6) -> None:
         self.t = 0.0
         self.host_free = 0.0
-        self.oversleep_s = oversleep_s
+        self.oversleep_s, self.poll_s = oversleep_s, poll_s
         self.wake: Callable[[float], float | None] | None = None
 
     def now(self) -> float:
@@ -46,14 +46,12 @@ class SimClock:
 
     def sleep(self, seconds: float) -> None:
         start = max(self.t, self.host_free)
-        if seconds >= LONG_SLEEP_S or self.wake is None:
-            self.t = start + seconds + (self.oversleep_s if seconds < LONG_SLEEP_S else 0.0)
-            return
         step = seconds + self.oversleep_s
         target = start + step
-        woken = self.wake(self.t)  # from the last look: what ended while the host was busy is seen at once
-        if woken is not None and woken > target:
-            target = start + math.ceil((woken - start) / step - 1e-9) * step
+        if seconds == self.poll_s and self.wake is not None:
+            woken = self.wake(self.t)  # from the last look: what ended while the host was busy is seen at once
+            if woken is not None and woken > target:
+                target = start + math.ceil((woken - start) / step - 1e-9) * step
         self.t = target
 
 
