@@ -84,6 +84,7 @@ class SimBench:
         self.last_device: SimDevice | None = None
         self.coarse: list[float] = []
         self.skip_looks = True  # a polling host moves straight to its first look after the next event
+        self.record_timelines = False  # each run's device keeps its timeline (last_device.timeline())
         self.say: Callable[[str], None] = lambda text: None
 
     def _device(self) -> SimDevice:
@@ -177,6 +178,8 @@ class SimBench:
         rng = random.Random(f"{seed}/{rate:g}/{config.scheduler}/{config.name}")
         device = self.device = SimDevice(clock, self.lane_costs, self.aliases, self.mixed, self.host_us, rng,
                                          self.max_len)
+        if self.record_timelines:
+            device.recorded = []
         for layouts in self.layouts.values():
             layouts.attach(device)
         for timer in self.timers:

@@ -104,6 +104,7 @@ class SimDevice:
         self.drained = False
         self.mixed_buckets: list[int] = []
         self.launched = {"decode": 0, "prefill": 0, "iteration": 0}
+        self.recorded: list[tuple[Work, dict[str, Any]]] | None = None  # a device timeline, when asked for
 
     def costs(self, lane: Lane) -> LaneCosts:
         key = self.aliases.get(lane.key, lane.key)
@@ -125,6 +126,7 @@ class SimDevice:
         draw = self.costs(lane).decode_spread.draw(self.rng)
         work = self._submit("latency", idle * draw, loaded * draw, self.host_us["decode_launch_us"],
                             [m.work for m in joining])
+        self._record(work, "decode", lane, rows=len(rows), bucket=bucket, context=context - (bucket - len(rows)))
         if after is not None:
             after()
         self.launched["decode"] += 1
@@ -137,7 +139,10 @@ class SimDevice:
         idle, loaded = costs.prefill_us(piece.batch.tokens, pairs, piece.last_layer - piece.first_layer)
         draw = costs.prefill_spread.draw(self.rng)
         self.launched["prefill"] += 1
-        return SimPending(self, self._submit("batch", idle * draw, loaded * draw, self.host_us["piece_launch_us"], ()))
+        work = self._submit("batch", idle * draw, loaded * draw, self.host_us["piece_launch_us"], ())
+        self._record(work, "prefill", lane, tokens=piece.batch.tokens, prompts=len(parts), pairs=pairs,
+                     layers=piece.last_layer - piece.first_layer)
+        return SimPending(self, work)
 
     def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> SimPending:
         decode = [live.decode_row() for live in plan.decode]
@@ -149,8 +154,21 @@ class SimDevice:
         rows = sum(p.length for p in plan.parts)
         tokens = next((t for t in self.mixed_buckets if t >= rows), rows)
         pairs = sum(p.length * p.start + p.length * (p.length + 1) // 2 for p in plan.parts)
-        us = self.mixed.us(tokens, sum(length for _, length in decode), pairs) * self.mixed.spread.draw(self.rng)
-        return SimPending(self, self._submit("latency", us, us, self.host_us.get("mixed_launch_us", 0.0), ()))
+        context = sum(length for _, length in decode)
+        us = self.mixed.us(tokens, context, pairs) * self.mixed.spread.draw(self.rng)
+        work = self._submit("latency", us, us, self.host_us.get("mixed_launch_us", 0.0), ())
+        self._record(work, "mixed", lane, rows=len(decode), bucket=bucket, context=context, tokens=rows, pairs=pairs)
+        return SimPending(self, work)
+
+    def _record(self, work: Work, kind: str, lane: Lane, **figures: int) -> None:
+        if self.recorded is not None:
+            self.recorded.append((work, {"kind": kind, "lane": lane.key, "role": work.role, **figures}))
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """The recorded works with their device start and end (ms), as a GPU timeline has them
+        (run the device to its end first)."""
+        return [{**figures, "start_ms": w.start * 1e3, "end_ms": w.end * 1e3} for w, figures in self.recorded or ()
+                if w.start is not None and w.end is not None]
 
     def marker(self) -> SimPending:
         """The end of the batch work launched so far (a handoff, or an event on plain streams)."""

@@ -123,3 +123,22 @@ def test_simulate_writes_a_results_file_marked_simulated(tmp_path, capsys):
     assert "simulated with a calibration from Test GPU" in capsys.readouterr().out
     assert main(ARGS + ["--rates", "10"]) == 2  # no calibration
     assert "needs --calibration" in capsys.readouterr().err
+
+
+def test_a_simulated_timeline_matches_the_costs_it_was_drawn_from(bench):
+    """The timeline report holds a timeline against a calibration: on the simulator's own
+    timeline every work's measured over modelled duration is its drawn spread."""
+    from examples.pd.bench.timeline_report import compare, report
+
+    bench.record_timelines = True
+    for config in (CONFIGS[0], CONFIGS[2]):
+        bench.run(config, 1, 20.0)
+        timeline = {"scheduler": config.scheduler, "config": config.name, "param": config.param, "seed": 1,
+                    "rate": 20.0, "works": bench.last_device.timeline()}
+        rows = compare(timeline, calibration_data.calibration())
+        assert rows and {r["kind"] for r in rows} >= ({"mixed"} if config.scheduler == "chunked" else {"decode", "prefill"})
+        spread = calibration_data.SPREAD
+        assert all(min(spread) - 0.02 <= r["ratio"] <= max(spread) + 0.02 for r in rows), report(rows)
+        if config.scheduler == "static":
+            assert any(0.1 < r["share"] < 1 for r in rows)  # partly beside the other role
+    bench.record_timelines = False

@@ -1,0 +1,105 @@
+"""``python -m examples.pd.timeline_report TIMELINE.json --calibration C``: a run's device
+timeline (``--trace-runs``) against the simulator's costs. For every decode step, prefill piece
+and mixed iteration the GPU ran, the share of its time the other role also ran, and the duration
+the calibration's costs give that work at that share (alone at its idle speed, beside the other
+role at its loaded speed); the ratio of the measured to the modelled duration, by kind and by
+share. No GPU needed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from typing import Any, Sequence
+
+from ..engine.mixed import token_buckets
+from ..sim.bench import PLAIN
+from ..sim.calibration import CalibrationError, load_calibration
+from ..sim.costs import LaneCosts, MixedCosts
+
+
+def overlap_share(work: dict[str, Any], others: Sequence[dict[str, Any]]) -> float:
+    """The share of ``work``'s time during which some work of ``others`` ran."""
+    start, end = work["start_ms"], work["end_ms"]
+    covered, cursor = 0.0, start
+    for other in others:  # sorted by start
+        if other["end_ms"] <= cursor or other["start_ms"] >= end:
+            continue
+        a, b = max(cursor, other["start_ms"]), min(end, other["end_ms"])
+        if b > a:
+            covered += b - a
+            cursor = b
+    return covered / (end - start) if end > start else 0.0
+
+
+def modelled_ms(idle_us: float, loaded_us: float, share: float) -> float:
+    """The duration of work that runs ``share`` of its time beside the other role, at its idle
+    speed alone and its loaded speed beside it."""
+    return 1e-3 / ((1 - share) / idle_us + share / loaded_us)
+
+
+def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[str, Any]]:
+    lanes = {name: LaneCosts.fit(lane) for name, lane in calibration["lanes"].items()}
+    aliases = calibration.get("aliases", {})
+    plain = lanes[PLAIN]
+    pair_us = plain.prefill_idle.coefficients[plain.prefill_idle.names.index("mega_pairs")] * calibration["model"]["layers"]
+    mixed = MixedCosts.fit(calibration["mixed"], pair_us) if calibration["mixed"] else None
+    budget = timeline.get("param") if timeline["scheduler"] == "chunked" else None
+    buckets = token_buckets(budget, calibration["model"]["max_len"]) if budget else []
+    works = sorted(timeline["works"], key=lambda w: w["start_ms"])
+    by_role = {role: [w for w in works if w["role"] == role] for role in ("latency", "batch")}
+    rows = []
+    for w in works:
+        other = by_role["batch" if w["role"] == "latency" else "latency"]
+        share = overlap_share(w, other)
+        costs = lanes[aliases.get(w["lane"], w["lane"])]
+        if w["kind"] == "decode":
+            idle, loaded = costs.decode_us(w["bucket"], w["context"] + w["bucket"] - w["rows"])
+        elif w["kind"] == "prefill":
+            idle, loaded = costs.prefill_us(w["tokens"], w["pairs"], w["layers"])
+        else:
+            if mixed is None:
+                continue
+            tokens = next((t for t in buckets if t >= w["tokens"]), w["tokens"])
+            idle = loaded = mixed.us(tokens, w["context"], w["pairs"])
+        measured = w["end_ms"] - w["start_ms"]
+        rows.append({"kind": w["kind"], "lane": w["lane"], "share": share, "measured_ms": measured,
+                     "modelled_ms": modelled_ms(idle, loaded, share), "ratio": measured / modelled_ms(idle, loaded, share)})
+    return rows
+
+
+def report(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| kind | share beside the other role | works | measured ms (p50) | modelled ms (p50) | ratio p10 | p50 "
+             "| p90 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for kind in ("decode", "prefill", "mixed"):
+        for low, high in ((0.0, 0.1), (0.1, 0.9), (0.9, 1.01)):
+            chosen = [r for r in rows if r["kind"] == kind and low <= r["share"] < high]
+            if not chosen:
+                continue
+            ratios = sorted(r["ratio"] for r in chosen)
+            p10, p50, p90 = (ratios[min(len(ratios) - 1, int(q * len(ratios)))] for q in (0.1, 0.5, 0.9))
+            lines.append(f"| {kind} | {low:.0%}-{min(high, 1):.0%} | {len(chosen)} "
+                         f"| {statistics.median(r['measured_ms'] for r in chosen):.2f} "
+                         f"| {statistics.median(r['modelled_ms'] for r in chosen):.2f} | {p10:.2f} | {p50:.2f} "
+                         f"| {p90:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m examples.pd.timeline_report", description=__doc__)
+    p.add_argument("timelines", nargs="+", help="timeline files of --trace-runs")
+    p.add_argument("--calibration", required=True, help="the calibration to hold them against")
+    args = p.parse_args(argv)
+    try:
+        calibration = load_calibration(args.calibration)
+    except CalibrationError as error:
+        print(error, file=sys.stderr)
+        return 2
+    for path in args.timelines:
+        with open(path) as f:
+            timeline = json.load(f)
+        rows = compare(timeline, calibration)
+        print(f"{path}: {timeline['scheduler']} {timeline['config']} at {timeline['rate']:g} req/s, seed "
+              f"{timeline['seed']}\n\n{report(rows)}\n")
+    return 0
