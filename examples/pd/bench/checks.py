@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from . import cli
+from .arrivals import Arrivals
 
 
 def check(s: cli.Settings) -> str | None:
@@ -71,6 +72,10 @@ def check(s: cli.Settings) -> str | None:
         return f"--poll-us must not be negative, got {s.poll_us}"
     if not 0 <= s.stop_below <= 1:
         return f"--stop-below must be between 0 and 1, got {s.stop_below}"
+    try:
+        Arrivals.parse(s.arrivals)
+    except ValueError as error:
+        return f"--arrivals: {error}"
     if s.calibrate_only and s.calibration:
         return "--calibrate-only measures the calibration: leave out --calibration"
     for name, path in (("--profile", s.profile), ("--layout-profile", s.layout_profile), ("--resume", s.resume),

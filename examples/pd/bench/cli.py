@@ -41,6 +41,7 @@ class Settings:
     tpot_slo_x: float
     max_slots: int | None
     workload: str
+    arrivals: str
     min_prompt: int
     max_prompt: int
     prompt_median: float

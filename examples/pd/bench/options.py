@@ -49,6 +49,9 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
     add("--layers", type=int, help="decoder layers, 1 to 32 (default 32; 4 with --quick)")
     add("--workload", choices=tuple(WORKLOADS), default="today", help="the trace's length mix: " + "; ".join(
         f"{w.name}: {w.about}" for w in WORKLOADS.values()) + " (default today)")
+    add("--arrivals", default="poisson", help="when requests arrive: poisson, gamma:CV (bursty gaps of that "
+        "coefficient of variation, e.g. gamma:4) or rate-step[:LOW,HIGH,PERIOD] (the rate LOW then HIGH times the "
+        "given one, PERIOD seconds each; default 0.4,1.6,10); goodput is read at the mean rate (default poisson)")
     add("--requests", type=int, help="a run's trace ends at this many requests or at --arrival-s of arrivals, "
         "whichever comes first (default 300; 20 with --quick)")
     add("--arrival-s", type=float, help="seconds of arrivals after which a run's trace ends (default 15; 2 with --quick)")

@@ -66,11 +66,18 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     of the --rerun schedulers, or {}."""
     if not s.resume:
         return {}
-    with open(s.resume) as f:
-        earlier = json.load(f)
+    try:
+        with open(s.resume) as f:
+            earlier = json.load(f)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--resume {s.resume}: not a results file of python -m examples.pd ({error})") from None
+    if not isinstance(earlier, dict) or not isinstance(earlier.get("settings"), dict) or "runs" not in earlier:
+        raise SystemExit(f"--resume {s.resume}: not a results file of python -m examples.pd (it has no settings "
+                         "and runs)")
     mine = {k: v for k, v in cli.settings_dict(s).items() if k not in SAME_SETTINGS_EXCEPT}
-    theirs = {k: v for k, v in earlier.get("settings", {}).items() if k not in SAME_SETTINGS_EXCEPT}
-    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    theirs = {k: v for k, v in earlier["settings"].items() if k not in SAME_SETTINGS_EXCEPT}
+    defaults = cli.settings_dict(cli.parse(["--workload", s.workload]))  # of settings newer than the file
+    differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k, defaults.get(k)))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
     slots = earlier.get("model", {}).get("slots")
@@ -83,7 +90,7 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
     if s.rerun:
         print(f"--rerun {','.join(s.rerun)}: {len(runs) - len(earlier['runs'])} runs of {s.resume} are made again",
               file=sys.stderr)
-    return earlier  # type: ignore[no-any-return]
+    return earlier
 
 
 def measured_elsewhere(s: cli.Settings, earlier: dict[str, Any], device: str) -> list[str]:

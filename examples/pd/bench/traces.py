@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from ..engine.request import Request
 from .cli import Settings
+from .arrivals import Arrivals
 from .workload import make_trace
 
 
 def trace_for(s: Settings, rate: float, seed: int) -> list[Request]:
     """A run's trace: --requests requests or --arrival-s seconds of arrivals, whichever ends first."""
-    trace = make_trace(s.requests, rate, seed=seed, prompts=s.prompts, outputs=s.outputs)
+    trace = make_trace(s.requests, rate, seed=seed, prompts=s.prompts, outputs=s.outputs,
+                       arrivals=Arrivals.parse(s.arrivals))
     return [r for r in trace if r.arrival <= s.arrival_s] or trace[:1]
 
 

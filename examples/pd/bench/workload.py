@@ -15,6 +15,9 @@ import random
 from typing import Sequence
 
 from ..engine.request import Request
+from .arrivals import Arrivals
+
+POISSON = Arrivals()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,23 +71,19 @@ WORKLOADS = {w.name: w for w in (
 )}
 
 
-def make_trace(n: int, rate: float, *, seed: int = 0, prompts: Lengths = PROMPTS,
-               outputs: Lengths = OUTPUTS) -> list[Request]:
-    """``n`` requests arriving as a Poisson process of ``rate`` requests per second (the first
-    at time 0), in arrival order, with lengths drawn from ``prompts`` and ``outputs``."""
+def make_trace(n: int, rate: float, *, seed: int = 0, prompts: Lengths = PROMPTS, outputs: Lengths = OUTPUTS,
+               arrivals: Arrivals = POISSON) -> list[Request]:
+    """``n`` requests arriving at a mean of ``rate`` requests per second (the first at time 0;
+    a Poisson process unless ``arrivals`` says otherwise), in arrival order, with lengths drawn
+    from ``prompts`` and ``outputs``."""
     if n < 1:
         raise ValueError(f"a trace needs at least one request, got {n}")
     if not rate > 0 or math.isinf(rate):
         raise ValueError(f"rate must be a positive number of requests per second, got {rate}")
-    gaps = random.Random(f"{seed}/gaps")
     prompt_rng = random.Random(f"{seed}/prompts")
     output_rng = random.Random(f"{seed}/outputs")
-    requests, clock = [], 0.0
-    for i in range(n):
-        if i:
-            clock += gaps.expovariate(1.0)
-        requests.append(Request(i, clock / rate, prompts.draw(prompt_rng), outputs.draw(output_rng)))
-    return requests
+    return [Request(i, at, prompts.draw(prompt_rng), outputs.draw(output_rng))
+            for i, at in enumerate(arrivals.times(n, rate, seed))]
 
 
 def mean_lengths(trace: Sequence[Request]) -> tuple[float, float]:

@@ -60,6 +60,30 @@ def test_a_resumed_sweep_needs_the_same_settings_and_drops_the_runs_of_rerun_sch
         cli.parse(["--rerun", "everything"])
 
 
+def test_resuming_a_file_that_is_not_a_results_file_says_so(tmp_path):
+    from examples.pd.bench.sweep import load_resume
+
+    text = tmp_path / "README.md"
+    text.write_text("# not JSON")
+    other = tmp_path / "profile.json"
+    other.write_text(json.dumps({"kind": "LayoutProfile", "layouts": []}))
+    for path in (text, other):
+        with pytest.raises(SystemExit, match=f"--resume {path}: not a results file of python -m examples.pd"):
+            load_resume(cli.parse(["--resume", str(path)]))
+
+
+def test_a_results_file_older_than_a_setting_resumes_at_its_default(tmp_path):
+    from examples.pd.bench.sweep import load_resume
+
+    settings = cli.settings_dict(cli.parse(["--quick"]))
+    del settings["arrivals"], settings["trace_runs"]  # written before these options
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"settings": settings, "runs": []}))
+    assert load_resume(cli.parse(["--quick", "--resume", str(path)]))["runs"] == []
+    with pytest.raises(SystemExit, match="settings differ in arrivals"):
+        load_resume(cli.parse(["--quick", "--arrivals", "gamma:2", "--resume", str(path)]))
+
+
 def test_a_resumed_sweep_and_a_reused_profile_must_come_from_the_same_gpu(tmp_path):
     from examples.pd.bench.sweep import measured_elsewhere
 
