@@ -128,11 +128,43 @@ SplitPath native_split_available_path() {
              : SplitPath::kEmulated;
 }
 
+namespace {
+
+// `error`, which concerns the last of `requests` (or all of them together), and, when that
+// group asks for a count after groups that ask for counts and leave it some SMs, the request
+// that gives it every SM they leave on every driver: "num_sms=(16, 0), backfill=(False, True)".
+SplitError with_the_rest_form(const SplitError& error, const std::vector<GroupRequest>& requests,
+                              unsigned input_sm_count) {
+  const std::size_t last = requests.size() - 1;
+  if (error.group().value_or(last) != last || requests[last].sm_count == 0 || requests[last].backfill) return error;
+  unsigned long long before = 0;
+  std::string counts, backfills;
+  for (std::size_t i = 0; i < last; ++i) {
+    if (requests[i].sm_count == 0) return error;
+    before += requests[i].sm_count;
+    counts += std::to_string(requests[i].sm_count) + ", ";
+    backfills += requests[i].backfill ? "True, " : "False, ";
+  }
+  if (before >= input_sm_count) return error;
+  const std::string form = last == 0 ? "num_sms=0, backfill=True"
+                                     : "num_sms=(" + counts + "0), backfill=(" + backfills + "True)";
+  return SplitError(std::string(error.what()) + "; to give the last group every SM the groups before it leave, on " +
+                        "every driver, ask for " + form,
+                    error.group(), error.sm_count(), error.nearest_counts());
+}
+
+}  // namespace
+
 SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
                   SplitPath path) {
-  check_requests(requests, input.sm_count(), input.splittable());
-  if (path == SplitPath::kAuto) path = native_split_available_path();
-  SplitResult out = path == SplitPath::kNative ? split_native(input, requests) : split_emulated(input, requests);
+  SplitResult out;
+  try {
+    check_requests(requests, input.sm_count(), input.splittable());
+    if (path == SplitPath::kAuto) path = native_split_available_path();
+    out = path == SplitPath::kNative ? split_native(input, requests) : split_emulated(input, requests);
+  } catch (const SplitError& error) {
+    throw with_the_rest_form(error, requests, input.sm_count());
+  }
   // The outputs of one split are disjoint: SmPartition::combine() relies on these marks.
   static std::atomic<std::uint64_t> serials{0};
   const std::uint64_t serial = serials.fetch_add(1) + 1;

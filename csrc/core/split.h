@@ -2,7 +2,9 @@
 // (descriptions of SMs); making a GreenContext from one is a separate step.
 //
 // Two paths with one contract:
-//  - native (driver 13.1+): one cuDevSmResourceSplit call with the group parameters as given;
+//  - native (driver 13.1+): one cuDevSmResourceSplit call with the group parameters as given
+//    (a last group asking for exactly the SMs left, refused as given, asked again as the
+//    backfilled rest);
 //  - emulated (driver 12.4 to 13.0): cuDevSmResourceSplitByCount, group by group (equal
 //    consecutive groups in one call), re-splitting each remainder through an internal green
 //    context because the driver refuses to split raw split outputs.
@@ -30,9 +32,11 @@ struct SplitResult {
 
 enum class SplitPath { kAuto, kNative, kEmulated };
 
-// Splits `input` into groups as `requests` ask, in order. ValueError for requests that break
-// the documented rules or that the hardware cannot give exactly (naming the nearest counts it
-// can give); DriverError when the driver refuses for another reason.
+// Splits `input` into groups as `requests` ask, in order; a last group asking for exactly the
+// SMs the groups before it leave gets them on both paths. ValueError for requests that break
+// the documented rules or that the hardware cannot give exactly (a SplitError naming the
+// nearest counts it can give and, for the last group, the request that gives it the rest on
+// every driver); DriverError when the driver refuses for another reason.
 SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
                   SplitPath path = SplitPath::kAuto);
 
