@@ -111,6 +111,12 @@ class SMPartition:
         return self._native.min_partition_size
 
     @property
+    def _split_granularity(self) -> int:
+        """The step the package's tools take through SM counts of this device: the smallest
+        partition the driver reports (13.0+), else the co-scheduling alignment (at least 2)."""
+        return self._native.split_granularity
+
+    @property
     def _splittable(self) -> bool:
         """Whether the driver splits this partition directly: a device's or a context's SMs. The
         groups and remainder of a split and unions it refuses; make a GreenContext of them and

@@ -135,6 +135,11 @@ unsigned SmPartition::coscheduled_sm_count() const noexcept {
   return reported != 0 ? reported : fallback_alignment_;
 }
 
+unsigned SmPartition::split_granularity() const noexcept {
+  const unsigned smallest = min_partition_size();
+  return smallest != 0 ? smallest : split_step(coscheduled_sm_count());
+}
+
 std::optional<unsigned> SmPartition::locality_domain_id() const {
   std::optional<unsigned> domain = locality_domain_of(resources_.front());
   for (const abi::CUdevResource& resource : resources_) {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,24 @@ SplitError split_error(std::size_t index, unsigned sm_count, const std::string& 
   return SplitError(group_label(index) + ": num_sms=" + std::to_string(sm_count) + " " + why +
                         "; nearest counts it can give: " + (counts.empty() ? std::string("none") : counts),
                     index, sm_count, std::move(nearest));
+}
+
+std::vector<unsigned> nearest_counts(unsigned count, unsigned step, unsigned most,
+                                     const std::function<bool(unsigned)>& gives) {
+  std::vector<unsigned> out;
+  for (unsigned c = count > 0 ? (count - 1) / step * step : 0; c >= step; c -= step) {
+    if (gives(c)) {
+      out.push_back(c);
+      break;
+    }
+  }
+  for (unsigned c = (count / step + 1) * step; c <= most; c += step) {
+    if (gives(c)) {
+      out.push_back(c);
+      break;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -104,7 +123,7 @@ void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm
 }
 
 unsigned emulated_granularity(unsigned flags, unsigned alignment) {
-  return (flags & abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) ? 2u : alignment;
+  return split_step((flags & abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) ? 2u : alignment);
 }
 
 unsigned emulated_split_flags(const GroupRequest& request, unsigned alignment, int driver_version) {

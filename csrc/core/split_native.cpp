@@ -79,23 +79,12 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
   for (std::size_t i = 0; i < culprit; ++i) before += requests[i].sm_count;
   const unsigned available = input.sm_count() > before ? input.sm_count() - before : 0;
   const bool own = group.coscheduled_sm_count != 0;
-  const unsigned alignment = own ? group.coscheduled_sm_count : input.coscheduled_sm_count();
-  const unsigned step = alignment > 1 ? alignment : 2;
-  std::vector<unsigned> nearest;
-  for (unsigned c = (asked - 1) / step * step; c >= step; c -= step) {
+  const unsigned step = split_step(own ? group.coscheduled_sm_count : input.coscheduled_sm_count());
+  // Every count up to all the SMs left is the driver's to judge.
+  std::vector<unsigned> nearest = nearest_counts(asked, step, available, [&](unsigned c) {
     group.sm_count = c;
-    if (splits(input, requests)) {
-      nearest.push_back(c);
-      break;
-    }
-  }
-  for (unsigned c = (asked / step + 1) * step; c <= available; c += step) {
-    group.sm_count = c;
-    if (splits(input, requests)) {
-      nearest.push_back(c);
-      break;
-    }
-  }
+    return splits(input, requests);
+  });
   if (nearest.empty()) {
     // It splits alone, but no count of it after the groups before it: they used up what the
     // GPU's layout gives.

@@ -37,6 +37,7 @@ void bind_partitions(py::module_& m) {
       .def_property_readonly("sm_count", &SmPartition::sm_count)
       .def_property_readonly("coscheduled_sm_count", &SmPartition::coscheduled_sm_count)
       .def_property_readonly("min_partition_size", &SmPartition::min_partition_size)
+      .def_property_readonly("split_granularity", &SmPartition::split_granularity)
       .def_property_readonly("locality_domain_id", &SmPartition::locality_domain_id)
       .def_property_readonly("splittable", &SmPartition::splittable)
       .def_static(

@@ -30,6 +30,7 @@ TEST_F(DriverTable, DeviceQueries) {
   EXPECT_EQ(whole.sm_count(), 132u);
   EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
   EXPECT_EQ(whole.min_partition_size(), version() >= 13000 ? 8u : 0u);
+  EXPECT_EQ(whole.split_granularity(), 8u);  // reported from 13.0, the alignment before
   EXPECT_TRUE(whole.splittable());
   EXPECT_TRUE(driver_initialized());
   if (version() >= 13040) {
