@@ -1,6 +1,6 @@
 """Types of the compiled core (csrc/python/)."""
 
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, Union
 
 class WorkqueueScope:
     device_ctx: ClassVar[WorkqueueScope]
@@ -62,10 +62,9 @@ class _GreenContext:
     @staticmethod
     def create(
         device: Optional[int],
-        sm_partition: Optional[_SmPartition],
+        sms: Union[_SmPartition, int, None],
         workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
-        num_sms: Optional[int] = None,
     ) -> _GreenContext: ...
     @staticmethod
     def create_all(

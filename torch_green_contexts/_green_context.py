@@ -13,9 +13,7 @@ from ._legacy_create import keyword_form
 from ._native import _C
 from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
-from ._validation import (
-    as_count, as_device_id, check_priority, check_workqueue, device_unreadable, split_requests,
-)
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_requests
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -63,13 +61,9 @@ class GreenContext:
             )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = as_device_id(device_id)
-        if count is not None and count < 1 and device_unreadable(device):
-            # Below 1 on any device. With a device to read, the core names it with the device's
-            # SM count; without one (no driver), the count is named here, not the driver's absence.
-            raise RuntimeError(f"num_sms must be between 1 and the SM count of the device, got {count}")
         # The device's range, num_sms's range and the partition's device: the core's rules.
-        partition = None if sm_partition is None else sm_partition._native
-        self._adopt_native(_C._GreenContext.create(device, partition, scope, limit, count))
+        sms = count if sm_partition is None else sm_partition._native
+        self._adopt_native(_C._GreenContext.create(device, sms, scope, limit))
 
     _native: _C._GreenContext
 

@@ -151,7 +151,7 @@ std::optional<unsigned> SmPartition::locality_domain_id() const {
 void check_partition_device(const SmPartition& sm, long long device) {
   if (sm.device() == device) return;
   const std::string own = std::to_string(sm.device());
-  throw ValueError("device_id=" + std::to_string(device) + " disagrees with the sm_partition's device (" + own +
+  throw ValueError("device_id=" + format_argument(device) + " disagrees with the sm_partition's device (" + own +
                    "); omit device_id or pass device_id=" + own);
 }
 

@@ -197,13 +197,16 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
   return call_split_by_count(nullptr, 0, input.resource(), nullptr, 0, min_sms);
 }
 
+RangeError num_sms_out_of_range(long long num_sms, const SmPartition* device) {
+  const std::string most = device != nullptr ? std::to_string(device->sm_count()) + " (the SM count of device " +
+                                                   std::to_string(device->device()) + ")"
+                                             : std::string("the SM count of the device");
+  return RangeError("num_sms must be between 1 and " + most + ", got " + format_argument(num_sms));
+}
+
 SmPartition partition_with_at_least(int ordinal, long long min_sms) {
   SmPartition device = SmPartition::from_device(ordinal);
-  if (min_sms < 1 || min_sms > device.sm_count()) {
-    throw RangeError("num_sms must be between 1 and " + std::to_string(device.sm_count()) +
-                             " (the SM count of device " + std::to_string(ordinal) + "), got " +
-                             std::to_string(min_sms));
-  }
+  if (min_sms < 1 || min_sms > device.sm_count()) throw num_sms_out_of_range(min_sms, &device);
   const auto count = static_cast<unsigned>(min_sms);
   ByCount made = split_by_count(device.resource(), 1, 0, count);
   if (made.groups == 1 && made.results[0].sm.smCount >= count) {

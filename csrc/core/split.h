@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "errors.h"
 #include "sm_partition.h"
 
 namespace tgc {
@@ -65,7 +66,11 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms);
 
 // The smallest partition of device `ordinal` with at least `min_sms` SMs at the default
 // co-scheduling alignment (the whole device if no aligned group that large exists).
-// RuntimeError naming the device's SM count unless `min_sms` is 1 to that count.
+// num_sms_out_of_range() naming the device's SM count unless `min_sms` is 1 to that count.
 SmPartition partition_with_at_least(int ordinal, long long min_sms);
+
+// The RangeError for a num_sms outside 1 to the SM count of `device` (the whole device's
+// partition), or, where no device could be read (null), outside 1 to the device's SM count.
+RangeError num_sms_out_of_range(long long num_sms, const SmPartition* device);
 
 }  // namespace tgc
