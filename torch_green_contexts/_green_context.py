@@ -13,7 +13,8 @@ from ._legacy_create import keyword_form
 from ._native import _C
 from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
-from ._validation import as_count, as_device_id, check_priority, check_workqueue, split_requests
+from ._split_args import split_requests
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, for_the_core
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -54,7 +55,7 @@ class GreenContext:
             )
         if num_sms is not None and sm_partition is not None:
             raise ValueError("num_sms and sm_partition are mutually exclusive: give one of them")
-        count = None if num_sms is None else as_count("num_sms", num_sms)
+        count = None if num_sms is None else for_the_core(as_count("num_sms", num_sms))
         if sm_partition is not None and not isinstance(sm_partition, SMPartition):
             raise TypeError(
                 f"sm_partition must be an SMPartition, got {type(sm_partition).__name__}"

@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 from ._device import resolve_device
 from ._native import _C
-from ._validation import split_requests
+from ._split_args import split_requests
 
 # Testing hook: force the split path ("native" or "emulated"); "auto" picks by driver version.
 _SPLIT_PATH_ENV = "TORCH_GREEN_CONTEXTS_SPLIT_PATH"
