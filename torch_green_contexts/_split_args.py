@@ -92,7 +92,7 @@ def split_groups(
     for name, (value, convert) in options.items():
         items = entries[name]
         columns.append([convert(name, v) for v in (items if items is not None else [value] * groups)])
-    return [tuple(column[i] for column in columns) for i in range(groups)]  # type: ignore[misc]
+    return [tuple(column[i] for column in columns) for i in range(groups)]
 
 
 def split_requests(
