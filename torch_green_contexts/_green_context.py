@@ -191,7 +191,7 @@ class GreenContext:
             )
         previous = torch.cuda.current_stream(self.device_id)
         if self._current_stream is None:
-            self._current_stream = GreenContextStream._of(self._native)
+            self._current_stream = new_stream(self._native, 0)
         stream = self._current_stream
         stream.wait_stream(previous)
         self._native.push_current()
