@@ -9,12 +9,10 @@
 #include <utility>
 
 #include "context_recycler.h"
-#include "current_context.h"
 #include "device.h"
 #include "driver_api.h"
 #include "internal_contexts.h"
 #include "errors.h"
-#include "stream_sm_count.h"
 #include "warnings.h"
 
 namespace tgc {
@@ -32,44 +30,6 @@ RecycleKey recycle_key(int device, const SmPartition& sm, const std::optional<Wo
     key.concurrency_limit = workqueue->concurrency_limit;
   }
   return key;
-}
-
-std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
-                                             const std::optional<WorkqueueConfig>& workqueue) {
-  const DriverApi& api = driver();
-  abi::CUdevice handle = device_handle(device);
-  std::vector<abi::CUdevResource> resources = sm.resources();
-  if (workqueue) resources.push_back(workqueue_resource(device, *workqueue));
-
-  abi::CUdevResourceDesc desc = nullptr;
-  api.call<entry::cuDevResourceGenerateDesc>(&desc, resources.data(), static_cast<unsigned>(resources.size()));
-
-  auto handles = std::make_unique<ContextHandles>();
-  api.call<entry::cuGreenCtxCreate>(&handles->green_ctx, desc, handle, abi::CU_GREEN_CTX_DEFAULT_STREAM);
-  // From here on `handles` destroys the context if a later call fails.
-  api.call<entry::cuCtxFromGreenCtx>(&handles->context, handles->green_ctx);
-  handles->resource = abi::zeroed_resource();
-  api.call<entry::cuGreenCtxGetDevResource>(handles->green_ctx, &handles->resource,
-                                         abi::CU_DEV_RESOURCE_TYPE_SM);
-  remember_green_context(handles->green_ctx, handles->resource.sm.smCount);
-  return handles;
-}
-
-// A non-blocking stream of the context `handles` holds.
-OwnedStream create_stream(const ContextHandles& handles, int priority) {
-  const DriverApi& api = driver();
-  abi::CUstream stream = nullptr;
-  if (api.cuGreenCtxStreamCreate != nullptr) {
-    api.call<entry::cuGreenCtxStreamCreate>(&stream, handles.green_ctx, abi::CU_STREAM_NON_BLOCKING, priority);
-    return OwnedStream(stream);
-  }
-  // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
-  // CUcontext is current belongs to the green context (documented for 12.4).
-  CurrentContext current(handles.context);
-  api.call<entry::cuStreamCreateWithPriority>(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
-  OwnedStream created(stream);  // destroyed again if the pop fails
-  current.pop();
-  return created;
 }
 
 }  // namespace
@@ -111,7 +71,7 @@ struct GreenContext::Prepared {
   const SmPartition& partition() const { return given != nullptr ? *given : *whole_device; }
   // A new driver context made from all this, counted as in use.
   ContextInUse make() const {
-    return ContextRecycler::instance().adopt(key, kind, make_handles(device, partition(), workqueue));
+    return ContextRecycler::instance().adopt(key, kind, ContextHandles::make(device, partition(), workqueue));
   }
 };
 
@@ -271,7 +231,7 @@ std::optional<unsigned> GreenContext::locality_domain_id() const {
 abi::CUstream GreenContext::stream(int priority) {
   ContextHandles& held = handles();
   bool created = false;
-  abi::CUstream stream = held.streams.next(priority, [&held](int p) { return create_stream(held, p); }, &created);
+  abi::CUstream stream = held.streams.next(priority, [&held](int p) { return held.create_stream(p); }, &created);
   if (created) ContextRecycler::instance().count_stream_created();
   return stream;
 }
