@@ -138,7 +138,6 @@ def entry_points() -> dict[str, tuple[bool, int]]: ...
 
 DRIVER_LIBRARY_ENV: str
 IDLE_LIMIT_ENV: str
-BUILT_AGAINST_TORCH: str
 
 class feature_version:
     green_contexts: int

@@ -33,9 +33,6 @@ void bind_driver(py::module_& m) {
   versions.attr("workqueues") = feature_version::kWorkqueues;
   versions.attr("locality_domains") = feature_version::kLocalityDomains;
   m.attr("DRIVER_LIBRARY_ENV") = driver_library_env();
-#ifdef TGC_BUILT_AGAINST_TORCH
-  m.attr("BUILT_AGAINST_TORCH") = TGC_BUILT_AGAINST_TORCH;
-#endif
 
   m.def("device_count", &device_count);
   m.def("device_sm_count", &device_sm_count, py::arg("device"));
