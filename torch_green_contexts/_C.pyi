@@ -74,7 +74,7 @@ class _GreenContext:
         workqueue_concurrency_limit: Optional[int],
     ) -> list[_GreenContext]: ...
     @staticmethod
-    def split(
+    def create_split(
         device: Optional[int],
         requests: list[GroupRequest],
         workqueue_scope: Optional[WorkqueueScope],

@@ -129,7 +129,7 @@ class GreenContext:
         )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = as_device_id(device_id)
-        natives = _C._GreenContext.split(device, requests, scope, limit, split_path())
+        natives = _C._GreenContext.create_split(device, requests, scope, limit, split_path())
         return tuple(GreenContext._of_native(native) for native in natives)
 
     @staticmethod

@@ -88,7 +88,7 @@ void bind_contexts(py::module_& m) {
           py::arg("workqueue_concurrency_limit").none(true))
       // GreenContext.split: from the requests to the contexts, the partitions never leaving C++.
       .def_static(
-          "split",
+          "create_split",
           [](std::optional<long long> device, const std::vector<GroupRequest>& requests,
              std::optional<WorkqueueScope> scope, std::optional<unsigned> limit, SplitPath path) {
             std::vector<std::shared_ptr<GreenContext>> made;
