@@ -70,17 +70,6 @@ void bind_partitions(py::module_& m) {
           py::arg("requests"), py::arg("path") = SplitPath::kAuto);
 
   m.def(
-      "partition_with_at_least",
-      [](int device, long long min_sms) {
-        std::optional<SmPartition> made;
-        {
-          py::gil_scoped_release release;
-          made.emplace(partition_with_at_least(device, min_sms));
-        }
-        return wrap_partition(std::move(*made));
-      },
-      py::arg("device"), py::arg("min_sms"));
-  m.def(
       "groups_that_fit",
       [](int device, unsigned min_sms) {
         py::gil_scoped_release release;
