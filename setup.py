@@ -66,7 +66,6 @@ extensions = [cpp_extension.CppExtension(
     name="torch_green_contexts._C",
     sources=CORE_SOURCES + ["csrc/torch/torch_bridge.cpp"] + BINDING_SOURCES,
     libraries=["c10_cuda", "dl"],
-    define_macros=[("TGC_BUILT_AGAINST_TORCH", '"%s"' % torch.__version__)],
     **COMMON,
 )]
 # The raw driver calls the benchmarks compare against (benchmarks/), in a module of their own

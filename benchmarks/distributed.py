@@ -24,7 +24,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import torch_green_contexts as tgc
-from torch_green_contexts import GreenContext
+from torch_green_contexts import GreenContext, _plotting
 
 from .stats import interleaved, summarize
 
@@ -169,12 +169,8 @@ def rank_benchmark(rank: int, world: int, port: int, out_dir: str, comm_sizes: l
 
 
 def _plot(report: dict[str, Any], out_dir: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _plotting.pyplot_if_installed()
+    if plt is None:
         return
     names = report["variants"]
     medians = [max(r[name]["median"] for r in report["per_rank_ms"]) for name in names]

@@ -62,11 +62,10 @@ def markdown(pd: dict[str, Any]) -> list[str]:
 
 def plots(pd: dict[str, Any], out_dir: str) -> list[str]:
     """profile.png: the decode step's p99 under prefill against the SM count, per batch size."""
+    from torch_green_contexts._plotting import pyplot_if_installed
     from torch_green_contexts.sizing import LatencyProfile
 
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if pyplot_if_installed() is None:
         return []
     path = os.path.join(out_dir, "profile.png")
     return [LatencyProfile.from_json(json.dumps(pd["profile"]["data"])).plot(path)]

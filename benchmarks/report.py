@@ -222,12 +222,10 @@ def _membound_markdown(membound: dict[str, Any] | None) -> list[str]:
 
 def plots(results: dict[str, Any], out_dir: str) -> list[str]:
     """fidelity.png and latency.png; returns the paths written (none without matplotlib)."""
-    try:
-        import matplotlib
+    from torch_green_contexts._plotting import pyplot_if_installed
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot_if_installed()
+    if plt is None:
         return []
     written = []
     env = results.get("environment", {})

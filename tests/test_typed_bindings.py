@@ -6,7 +6,8 @@ import pytest
 
 from torch_green_contexts import _sm_partition
 from torch_green_contexts._native import _C
-from torch_green_contexts._validation import check_workqueue, split_requests
+from torch_green_contexts._split_args import split_requests
+from torch_green_contexts._validation import check_workqueue
 
 
 def test_split_path_from_the_environment(monkeypatch):

@@ -4,7 +4,8 @@ import pytest
 
 from torch_green_contexts import GreenContext, SMPartition
 from torch_green_contexts._native import _C
-from torch_green_contexts._validation import check_workqueue, split_groups
+from torch_green_contexts._split_args import split_groups
+from torch_green_contexts._validation import check_workqueue
 
 
 def test_nothing_given_is_runtime_error():

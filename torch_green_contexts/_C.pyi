@@ -1,6 +1,6 @@
 """Types of the compiled core (csrc/python/)."""
 
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, Union
 
 class WorkqueueScope:
     device_ctx: ClassVar[WorkqueueScope]
@@ -47,6 +47,8 @@ class _SmPartition:
     @property
     def min_partition_size(self) -> int: ...
     @property
+    def split_granularity(self) -> int: ...
+    @property
     def locality_domain_id(self) -> Optional[int]: ...
     @property
     def splittable(self) -> bool: ...
@@ -60,10 +62,9 @@ class _GreenContext:
     @staticmethod
     def create(
         device: Optional[int],
-        sm_partition: Optional[_SmPartition],
+        sms: Union[_SmPartition, int, None],
         workqueue_scope: Optional[WorkqueueScope],
         workqueue_concurrency_limit: Optional[int],
-        num_sms: Optional[int] = None,
     ) -> _GreenContext: ...
     @staticmethod
     def create_all(
@@ -73,7 +74,7 @@ class _GreenContext:
         workqueue_concurrency_limit: Optional[int],
     ) -> list[_GreenContext]: ...
     @staticmethod
-    def split(
+    def create_split(
         device: Optional[int],
         requests: list[GroupRequest],
         workqueue_scope: Optional[WorkqueueScope],
@@ -107,7 +108,6 @@ class _StreamFence:
     @property
     def device(self) -> int: ...
 
-def partition_with_at_least(device: int, min_sms: int) -> _SmPartition: ...
 def native_split_available() -> bool: ...
 def groups_that_fit(device: int, min_sms: int) -> int: ...
 def launch_sm_probe(stream: int, sm_ids: int, blocks: int, threads: int, spin_ns: int) -> None: ...
@@ -137,7 +137,6 @@ def entry_points() -> dict[str, tuple[bool, int]]: ...
 
 DRIVER_LIBRARY_ENV: str
 IDLE_LIMIT_ENV: str
-BUILT_AGAINST_TORCH: str
 
 class feature_version:
     green_contexts: int

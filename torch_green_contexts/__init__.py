@@ -28,6 +28,7 @@ __all__ = [
     "sm_count", "is_available", "DriverError", "FeatureUnavailableError", "SplitError",
 ]
 __version__ = "0.1.0"
+_MOST_IDLE = (1 << 64) - 1  # the core keeps the limit as a 64-bit count
 
 
 def driver_version() -> int:
@@ -60,6 +61,8 @@ def set_idle_context_limit(limit: int) -> int:
     dropped); returns the previous limit. The default is 16, or the value of the environment
     variable ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT``."""
     limit = _validation.as_int_at_least("limit", limit, 0)
+    if limit > _MOST_IDLE:
+        raise RuntimeError(f"limit must be between 0 and {_MOST_IDLE} idle green contexts, got {limit}")
     previous: int = _C.idle_context_limit()
     _C.set_idle_context_limit(limit)
     return previous

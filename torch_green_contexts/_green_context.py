@@ -13,9 +13,8 @@ from ._legacy_create import keyword_form
 from ._native import _C
 from ._sm_partition import SMPartition, split_path
 from ._stream import GreenContextStream, new_stream
-from ._validation import (
-    as_count, as_device_id, check_priority, check_workqueue, device_unreadable, split_requests,
-)
+from ._split_args import split_requests
+from ._validation import as_count, as_device_id, check_priority, check_workqueue, for_the_core
 
 _DEPRECATION = (
     "GreenContext.{name}() is deprecated: create a stream with GreenContext.Stream() and run "
@@ -56,20 +55,16 @@ class GreenContext:
             )
         if num_sms is not None and sm_partition is not None:
             raise ValueError("num_sms and sm_partition are mutually exclusive: give one of them")
-        count = None if num_sms is None else as_count("num_sms", num_sms)
+        count = None if num_sms is None else for_the_core(as_count("num_sms", num_sms))
         if sm_partition is not None and not isinstance(sm_partition, SMPartition):
             raise TypeError(
                 f"sm_partition must be an SMPartition, got {type(sm_partition).__name__}"
             )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = as_device_id(device_id)
-        if count is not None and count < 1 and device_unreadable(device):
-            # Below 1 on any device. With a device to read, the core names it with the device's
-            # SM count; without one (no driver), the count is named here, not the driver's absence.
-            raise RuntimeError(f"num_sms must be between 1 and the SM count of the device, got {count}")
         # The device's range, num_sms's range and the partition's device: the core's rules.
-        partition = None if sm_partition is None else sm_partition._native
-        self._adopt_native(_C._GreenContext.create(device, partition, scope, limit, count))
+        sms = count if sm_partition is None else sm_partition._native
+        self._adopt_native(_C._GreenContext.create(device, sms, scope, limit))
 
     _native: _C._GreenContext
 
@@ -134,7 +129,7 @@ class GreenContext:
         )
         scope, limit = check_workqueue(workqueue_scope, workqueue_concurrency_limit)
         device = as_device_id(device_id)
-        natives = _C._GreenContext.split(device, requests, scope, limit, split_path())
+        natives = _C._GreenContext.create_split(device, requests, scope, limit, split_path())
         return tuple(GreenContext._of_native(native) for native in natives)
 
     @staticmethod
@@ -196,7 +191,7 @@ class GreenContext:
             )
         previous = torch.cuda.current_stream(self.device_id)
         if self._current_stream is None:
-            self._current_stream = GreenContextStream._of(self._native)
+            self._current_stream = new_stream(self._native, 0)
         stream = self._current_stream
         stream.wait_stream(previous)
         self._native.push_current()

@@ -63,10 +63,8 @@ class Layout(NamedTuple):
 
 
 def granularity(device: int) -> int:
-    """The step of the floors of overlapped layouts on ``device``: the smallest partition the
-    driver makes (read from it, 13.0+), else the device's co-scheduling alignment."""
-    whole = SMPartition.from_device(device)
-    return int(whole._min_partition_size or whole.coscheduled_sm_count or 1)
+    """The step of the floors of overlapped layouts on ``device``: its split granularity."""
+    return SMPartition.from_device(device)._split_granularity
 
 
 def make_layout(k: int, total: int, device: int, priority: int) -> Layout:

@@ -1,5 +1,6 @@
 """Loads the compiled core, torch first (the extension links against libtorch), after checking
-that the installed torch is the one the extension was built against."""
+that the installed torch is the one the extension was built against (once, before loading: a
+mismatched extension may not load at all)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,5 @@ except ImportError as error:  # pragma: no cover - only with a broken build
         f"torch_green_contexts' compiled extension could not be loaded ({error}); {REBUILD} "
         f"(installed torch: {torch.__version__})"
     ) from error
-
-_compiled_against = getattr(_C, "BUILT_AGAINST_TORCH", None)
-if _compiled_against is not None and _compiled_against != torch.__version__:
-    raise ImportError(
-        f"torch_green_contexts' extension was compiled against torch {_compiled_against}, but torch "
-        f"{torch.__version__} is installed: {REBUILD}"
-    )
 
 __all__ = ["_C", "BUILT_AGAINST_TORCH"]

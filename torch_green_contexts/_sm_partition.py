@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 from ._device import resolve_device
 from ._native import _C
-from ._validation import split_requests
+from ._split_args import split_requests
 
 # Testing hook: force the split path ("native" or "emulated"); "auto" picks by driver version.
 _SPLIT_PATH_ENV = "TORCH_GREEN_CONTEXTS_SPLIT_PATH"
@@ -109,6 +109,12 @@ class SMPartition:
         """The smallest group the driver splits these SMs into (``minSmPartitionSize``, driver
         13.0+); 0 where the driver does not report it."""
         return self._native.min_partition_size
+
+    @property
+    def _split_granularity(self) -> int:
+        """The step the package's tools take through SM counts of this device: the smallest
+        partition the driver reports (13.0+), else the co-scheduling alignment (at least 2)."""
+        return self._native.split_granularity
 
     @property
     def _splittable(self) -> bool:

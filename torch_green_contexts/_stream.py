@@ -1,19 +1,12 @@
-"""The torch.cuda.Stream that GreenContext.Stream() hands out."""
+"""The torch.cuda.Stream that GreenContext.Stream() hands out, and the one constructor of it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
 import torch
 
 from ._native import _C
-
-# torch.cuda.Stream.__new__ only forwards a (stream_id, device_index, device_type) triple to
-# its compiled base; calling the base directly saves a Python frame on every Stream().
-_base: Any = getattr(torch._C, "_CudaStreamBase", None)
-_make_stream: Any = (
-    _base.__new__ if isinstance(_base, type) and issubclass(torch.cuda.Stream, _base) else None
-)
 
 
 class GreenContextStream(torch.cuda.Stream):
@@ -25,22 +18,13 @@ class GreenContextStream(torch.cuda.Stream):
 
     _green_context: _C._GreenContext
 
-    @classmethod
-    def _of(cls, native_context: _C._GreenContext, priority: int = 0) -> GreenContextStream:
-        """A stream of `native_context` at `priority`, from the context's stream pool."""
-        stream_id, device_index, device_type = native_context.stream(priority)
-        self: GreenContextStream
-        if _make_stream is not None:
-            self = _make_stream(cls, stream_id=stream_id, device_index=device_index, device_type=device_type)
-        else:
-            self = torch.cuda.Stream.__new__(  # type: ignore[no-untyped-call]
-                cls, stream_id=stream_id, device_index=device_index, device_type=device_type
-            )
-        self._green_context = native_context
-        return self
+
+# torch.cuda.Stream.__new__ only forwards (priority, stream_id, device_index, device_type) to its
+# compiled base (torch 2.6 to 2.15 alike): the core calls that base directly, so that a stream
+# is made in one native call, for GreenContext.Stream(), set_context() and the compat modules.
+_C._set_stream_factory(GreenContextStream, torch._C._CudaStreamBase.__new__)
 
 
-if _make_stream is not None:
-    # GreenContext.Stream() then makes its stream in one native call (_GreenContext.new_stream).
-    _C._set_stream_factory(GreenContextStream, _make_stream)
-new_stream: Any = _C._GreenContext.new_stream if _make_stream is not None else GreenContextStream._of
+# A stream of a context at a priority, from the context's stream pool: the binding itself, one
+# native call with no Python frame around it.
+new_stream: Callable[[_C._GreenContext, int], GreenContextStream] = _C._GreenContext.new_stream

@@ -10,10 +10,32 @@ from typing import Any, Iterable, Sequence
 from ._native import _C
 
 
-def is_int(value: Any) -> bool:
-    """Whether ``value`` is an int here: anything ``operator.index`` takes (numpy's integers
-    too), but not a bool."""
+# The dtypes of NumPy's and torch's booleans, as str() spells them.
+_BOOL_DTYPES = ("bool", "torch.bool")
+# The range of the core's 64-bit integer arguments.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def dimensions(value: Any) -> int:
+    """How many dimensions ``value`` has as a NumPy array or torch tensor (0 for a scalar and
+    for anything else)."""
+    ndim = getattr(value, "ndim", 0)
+    return ndim if isinstance(ndim, int) else 0
+
+
+def is_bool(value: Any) -> bool:
+    """Whether ``value`` is a bool here: Python's, or a NumPy or torch boolean scalar
+    (``np.bool_``, a zero-dimensional bool array or tensor)."""
     if isinstance(value, bool):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dimensions(value) == 0 and str(dtype) in _BOOL_DTYPES
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is an int here: anything ``operator.index`` takes (NumPy's integers and
+    zero-dimensional integer arrays and tensors too), but not a bool."""
+    if is_bool(value) or dimensions(value) > 0:
         return False
     try:
         operator.index(value)
@@ -24,21 +46,29 @@ def is_int(value: Any) -> bool:
 
 def as_count(name: str, value: Any, what: str = "an int") -> int:
     """An int (bool excluded); TypeError otherwise, saying ``name`` must be ``what``."""
-    if isinstance(value, bool):
+    if is_bool(value):
         raise TypeError(f"{name} must be {what}, not bool ({value!r})")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be {what}, got {type(value).__name__} ({value!r})") from None
+    if not is_int(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} ({value!r})")
+    return operator.index(value)
 
 
-def as_int_at_least(name: str, value: Any, minimum: int | None) -> int:
-    """An int (bool excluded; TypeError otherwise) of at least ``minimum`` when one is given
-    (ValueError otherwise)."""
+def as_int_at_least(name: str, value: Any, minimum: int | None, maximum: int | None = None) -> int:
+    """An int (bool excluded; TypeError otherwise) of at least ``minimum`` and at most
+    ``maximum`` when they are given (ValueError otherwise)."""
     number = as_count(name, value)
     if minimum is not None and number < minimum:
         raise ValueError(f"{name} must be {minimum} or more, got {number}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, got {number}")
     return number
+
+
+def for_the_core(number: int) -> int:
+    """``number`` as the core's 64-bit integer arguments take it: beyond their range, the
+    nearest end, which the core's messages show as "9223372036854775807 or more" (or "or
+    less"), so that no integer is too wide to be named in its error."""
+    return min(max(number, _INT64_MIN), _INT64_MAX)
 
 
 def as_sequence(name: str, value: Any, what: str) -> list[Any]:
@@ -50,10 +80,11 @@ def as_sequence(name: str, value: Any, what: str) -> list[Any]:
 
 
 def as_bool(name: str, value: Any) -> bool:
-    """A bool; TypeError otherwise (an int is not a bool here)."""
-    if not isinstance(value, bool):
+    """A bool (NumPy's and torch's boolean scalars too); TypeError otherwise (an int is not a
+    bool here)."""
+    if not is_bool(value):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return value
+    return bool(value)
 
 
 def is_number(value: Any) -> bool:
@@ -134,7 +165,7 @@ def as_device_id(value: Any) -> int | None:
     device = as_count("device_id", value)
     if device < 0:
         raise RuntimeError(f"device_id must be a CUDA device index (0 or more), got {device}")
-    return device
+    return for_the_core(device)
 
 
 def device_unreadable(device_id: Any) -> bool:
@@ -160,85 +191,7 @@ def check_workqueue(scope: Any, limit: Any) -> tuple[_C.WorkqueueScope | None, i
         return scope, None
     if scope is None:
         raise RuntimeError("workqueue_concurrency_limit needs workqueue_scope to be set")
-    return scope, as_int_at_least("workqueue_concurrency_limit", limit, 1)
-
-
-def _is_sequence(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-
-
-def _split_count(name: str, value: Any) -> int:
-    if not is_int(value):
-        raise ValueError(f"{name} entries must be non-negative ints, got {value!r}")
-    count: int = operator.index(value)
-    if count < 0:
-        raise ValueError(f"{name} entries must be non-negative ints, got {count}")
-    if count > 0xFFFFFFFF:
-        raise ValueError(f"{name} entries must fit in 32 bits, got {count}")
-    return count
-
-
-def _backfill(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"backfill entries must be bools, got {value!r}")
-    return value
-
-
-def _locality(value: Any) -> int | None:
-    if value is None:
-        return None
-    return _split_count("locality_domain_ids", value)
-
-
-def split_groups(
-    num_sms: Any,
-    coscheduled_sm_count: Any,
-    preferred_coscheduled_sm_count: Any,
-    backfill: Any,
-    locality_domain_ids: Any,
-) -> list[tuple[int, int, int, bool, int | None]]:
-    """Broadcasts the split options to one tuple per group and checks every entry's type.
-
-    Each option is a scalar or a sequence; all sequences must share one nonzero length and
-    scalars broadcast to it; all scalars make one group. The rules between groups (a
-    discovery group with backfill only last) are the core's.
-    """
-    options = {
-        "num_sms": (num_sms, _split_count),
-        "coscheduled_sm_count": (coscheduled_sm_count, _split_count),
-        "preferred_coscheduled_sm_count": (preferred_coscheduled_sm_count, _split_count),
-        "backfill": (backfill, lambda _name, v: _backfill(v)),
-        "locality_domain_ids": (locality_domain_ids, lambda _name, v: _locality(v)),
-    }
-    lengths = {}
-    for name, (value, _) in options.items():
-        if _is_sequence(value):
-            if len(value) == 0:
-                raise ValueError(f"{name} is an empty sequence; give a scalar or at least one entry")
-            lengths[name] = len(value)
-    if len(set(lengths.values())) > 1:
-        detail = ", ".join(f"{name} has {n}" for name, n in lengths.items())
-        raise ValueError(f"split options given as sequences must have the same length ({detail})")
-    groups = next(iter(lengths.values()), 1)
-    columns = []
-    for name, (value, convert) in options.items():
-        entries = list(value) if _is_sequence(value) else [value] * groups
-        columns.append([convert(name, v) for v in entries])
-    return [tuple(column[i] for column in columns) for i in range(groups)]  # type: ignore[misc]
-
-
-def split_requests(
-    num_sms: Any,
-    coscheduled_sm_count: Any,
-    preferred_coscheduled_sm_count: Any,
-    backfill: Any,
-    locality_domain_ids: Any,
-) -> list[_C.GroupRequest]:
-    """The split options as the core's group requests, one per group (see split_groups)."""
-    groups = split_groups(
-        num_sms, coscheduled_sm_count, preferred_coscheduled_sm_count, backfill, locality_domain_ids
-    )
-    return [_C.GroupRequest(*group) for group in groups]
+    return scope, as_int_at_least("workqueue_concurrency_limit", limit, 1, 0xFFFFFFFF)
 
 
 def check_priority(priority: Any) -> int:

@@ -55,7 +55,7 @@ def available_counts(device_id: int | None = None) -> list[int]:
     device = _device.resolve_device(device_id)
     whole = SMPartition.from_device(device)
     total = whole.sm_count
-    step = max(1, whole._min_partition_size)
+    step = whole._split_granularity
     counts = []
     for k in range(step, total, step):
         try:

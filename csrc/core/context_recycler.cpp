@@ -10,9 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "driver_api.h"
 #include "errors.h"
-#include "stream_sm_count.h"
 
 namespace tgc {
 
@@ -50,18 +48,6 @@ LiveCounts live_counts() { return ContextRecycler::instance().counts(); }
 void release_idle_contexts() { ContextRecycler::instance().release_all(); }
 std::size_t idle_context_limit() { return ContextRecycler::instance().limit(); }
 void set_idle_context_limit(std::size_t limit) { ContextRecycler::instance().set_limit(limit); }
-
-ContextHandles::~ContextHandles() {
-  // Streams first: cuGreenCtxDestroy leaves its streams behind, detached.
-  streams.destroy(!idle);
-  if (green_ctx == nullptr) return;
-  try {
-    // Forgotten first: once destroyed, the driver may hand the handle out again.
-    forget_green_context(green_ctx);
-    driver().call_in_cleanup<entry::cuGreenCtxDestroy>(green_ctx);
-  } catch (...) {
-  }
-}
 
 bool RecycleKey::operator==(const RecycleKey& other) const noexcept {
   const bool same_sms = sm.size() == other.sm.size() &&

@@ -1,5 +1,5 @@
-// The recycler behind idle_contexts.h: the driver objects of a context, what reuse is keyed on,
-// the owner that counts a context in use, and the set of idle ones. Internal to the core.
+// The recycler behind idle_contexts.h: what reuse is keyed on, the owner that counts a context
+// in use, and the set of idle ones. Internal to the core.
 #pragma once
 
 #include <cstddef>
@@ -10,28 +10,11 @@
 #include <optional>
 #include <vector>
 
+#include "context_handles.h"
 #include "cuda_abi.h"
 #include "idle_contexts.h"
-#include "stream_pool.h"
 
 namespace tgc {
-
-// The driver objects of one green context. Destroying it destroys the streams (after
-// synchronising them, unless `idle` says that was done already), then the green context.
-struct ContextHandles {
-  ContextHandles() = default;
-  ContextHandles(const ContextHandles&) = delete;
-  ContextHandles& operator=(const ContextHandles&) = delete;
-  ~ContextHandles();
-
-  abi::CUgreenCtx green_ctx = nullptr;
-  abi::CUcontext context = nullptr;
-  abi::CUdevResource resource{};                // the SMs the context actually has
-  StreamPools streams;                          // by priority, as asked for
-  bool idle = false;  // every stream synchronised and unused since: no need to wait again
-  std::size_t stream_count() const { return streams.count(); }
-  bool synchronize() const noexcept { return streams.synchronize(); }
-};
 
 // What a context was made from: reuse needs the same device, SMs and workqueue options.
 struct RecycleKey {

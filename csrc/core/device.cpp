@@ -18,12 +18,19 @@ int device_count() {
 int check_device(long long ordinal) {
   const int count = device_count();
   if (ordinal < 0 || ordinal >= count) {
-    throw RangeError("device_id " + std::to_string(ordinal) + " is out of range: this machine has " +
+    throw RangeError("device_id " + format_argument(ordinal) + " is out of range: this machine has " +
                              std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
                              (count > 0 ? " (valid device_id: 0.." + std::to_string(count - 1) + ")"
                                         : std::string()));
   }
   return static_cast<int>(ordinal);
+}
+
+int resolve_device(std::optional<long long> device, const std::function<int()>& current_device) {
+  if (device) return check_device(*device);
+  if (!current_device) throw ValueError("no device given, and no current device to fall back on");
+  device_count();
+  return check_device(current_device());
 }
 
 abi::CUdevice device_handle(int ordinal) {

@@ -1,6 +1,9 @@
 // Device queries: ordinals, SM counts, compute capability, the whole-device SM resource.
 #pragma once
 
+#include <functional>
+#include <optional>
+
 #include "cuda_abi.h"
 
 namespace tgc {
@@ -11,6 +14,11 @@ int device_count();
 // `ordinal` if the driver sees a device of that index; RuntimeError naming the valid range
 // otherwise.
 int check_device(long long ordinal);
+
+// `device` checked as check_device does, or, when none is given, `current_device()`'s answer
+// checked likewise (after the driver is asked for its devices, so that without a driver its
+// error comes first). ValueError when neither a device nor `current_device` is given.
+int resolve_device(std::optional<long long> device, const std::function<int()>& current_device);
 
 // The driver handle of device `ordinal` (checked as check_device does).
 abi::CUdevice device_handle(int ordinal);

@@ -1,5 +1,6 @@
 #include "errors.h"
 
+#include <limits>
 #include <utility>
 
 namespace tgc {
@@ -33,6 +34,12 @@ FeatureUnavailableError::FeatureUnavailableError(const std::string& feature, int
       feature_(feature),
       needed_(needed_version),
       found_(found_version) {}
+
+std::string format_argument(long long value) {
+  if (value == std::numeric_limits<long long>::max()) return std::to_string(value) + " or more";
+  if (value == std::numeric_limits<long long>::min()) return std::to_string(value) + " or less";
+  return std::to_string(value);
+}
 
 std::string format_driver_version(int version) {
   if (version <= 0) return "unknown";

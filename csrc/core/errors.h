@@ -92,4 +92,8 @@ class FeatureUnavailableError : public std::runtime_error {
 // "13.1" for 13010.
 std::string format_driver_version(int version);
 
+// An argument's value as messages show it. The ends of the range stand for any value beyond
+// them ("9223372036854775807 or more"): the Python layer hands wider integers over as these.
+std::string format_argument(long long value);
+
 }  // namespace tgc

@@ -9,12 +9,10 @@
 #include <utility>
 
 #include "context_recycler.h"
-#include "current_context.h"
 #include "device.h"
 #include "driver_api.h"
 #include "internal_contexts.h"
 #include "errors.h"
-#include "stream_sm_count.h"
 #include "warnings.h"
 
 namespace tgc {
@@ -32,44 +30,6 @@ RecycleKey recycle_key(int device, const SmPartition& sm, const std::optional<Wo
     key.concurrency_limit = workqueue->concurrency_limit;
   }
   return key;
-}
-
-std::unique_ptr<ContextHandles> make_handles(int device, const SmPartition& sm,
-                                             const std::optional<WorkqueueConfig>& workqueue) {
-  const DriverApi& api = driver();
-  abi::CUdevice handle = device_handle(device);
-  std::vector<abi::CUdevResource> resources = sm.resources();
-  if (workqueue) resources.push_back(workqueue_resource(device, *workqueue));
-
-  abi::CUdevResourceDesc desc = nullptr;
-  api.call<entry::cuDevResourceGenerateDesc>(&desc, resources.data(), static_cast<unsigned>(resources.size()));
-
-  auto handles = std::make_unique<ContextHandles>();
-  api.call<entry::cuGreenCtxCreate>(&handles->green_ctx, desc, handle, abi::CU_GREEN_CTX_DEFAULT_STREAM);
-  // From here on `handles` destroys the context if a later call fails.
-  api.call<entry::cuCtxFromGreenCtx>(&handles->context, handles->green_ctx);
-  handles->resource = abi::zeroed_resource();
-  api.call<entry::cuGreenCtxGetDevResource>(handles->green_ctx, &handles->resource,
-                                         abi::CU_DEV_RESOURCE_TYPE_SM);
-  remember_green_context(handles->green_ctx, handles->resource.sm.smCount);
-  return handles;
-}
-
-// A non-blocking stream of the context `handles` holds.
-OwnedStream create_stream(const ContextHandles& handles, int priority) {
-  const DriverApi& api = driver();
-  abi::CUstream stream = nullptr;
-  if (api.cuGreenCtxStreamCreate != nullptr) {
-    api.call<entry::cuGreenCtxStreamCreate>(&stream, handles.green_ctx, abi::CU_STREAM_NON_BLOCKING, priority);
-    return OwnedStream(stream);
-  }
-  // Driver 12.4 has no cuGreenCtxStreamCreate: a stream created while the green context's
-  // CUcontext is current belongs to the green context (documented for 12.4).
-  CurrentContext current(handles.context);
-  api.call<entry::cuStreamCreateWithPriority>(&stream, abi::CU_STREAM_NON_BLOCKING, priority);
-  OwnedStream created(stream);  // destroyed again if the pop fails
-  current.pop();
-  return created;
 }
 
 }  // namespace
@@ -100,7 +60,7 @@ GreenContext::~GreenContext() {
 }
 
 // What making one context needs, checked: the partition (the whole device when none was
-// given) and the key of the contexts it can reuse.
+// given; a given one is on `device`) and the key of the contexts it can reuse.
 struct GreenContext::Prepared {
   int device = 0;
   ContextKind kind = ContextKind::kUser;
@@ -111,7 +71,7 @@ struct GreenContext::Prepared {
   const SmPartition& partition() const { return given != nullptr ? *given : *whole_device; }
   // A new driver context made from all this, counted as in use.
   ContextInUse make() const {
-    return ContextRecycler::instance().adopt(key, kind, make_handles(device, partition(), workqueue));
+    return ContextRecycler::instance().adopt(key, kind, ContextHandles::make(device, partition(), workqueue));
   }
 };
 
@@ -128,7 +88,6 @@ GreenContext::Prepared GreenContext::prepare(int device, const SmPartition* sm,
   if (sm == nullptr) {
     out.whole_device.emplace(SmPartition::from_device(device));
   } else {
-    check_partition_device(*sm, device);
     out.given = sm;
   }
   out.workqueue = workqueue;
@@ -157,35 +116,65 @@ std::shared_ptr<GreenContext> InternalContexts::create(const SmPartition& sm) {
   return GreenContext::create_as(ContextKind::kInternal, sm.device(), &sm, std::nullopt);
 }
 
+namespace {
+
+const SmPartition* partition_of(const GreenContext::Sms& sms) {
+  const SmPartition* const* partition = std::get_if<const SmPartition*>(&sms);
+  return partition != nullptr ? *partition : nullptr;
+}
+
+// Whether the SM count of the device `request` is about can be read (no driver, no such device:
+// not), asked only on the way to an error about a count no device allows.
+bool device_readable(const GreenContext::Request& request, const GreenContext::Host& host) {
+  try {
+    device_sm_count(resolve_device(request.device, host.current_device));
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int GreenContext::device_of(const Request& request, const Host& host) {
+  if (const SmPartition* sm = partition_of(request.sms)) {
+    if (request.device) check_partition_device(*sm, *request.device);
+    return sm->device();
+  }
+  return resolve_device(request.device, host.current_device);
+}
+
+std::shared_ptr<GreenContext> GreenContext::create(const Request& request, const Host& host) {
+  const AtLeast* at_least = std::get_if<AtLeast>(&request.sms);
+  // Below 1 on any device: named with the device's figures when it can be read, else without
+  // them, rather than the driver's or the device's absence hiding it.
+  if (at_least != nullptr && at_least->count < 1 && !device_readable(request, host)) {
+    throw num_sms_out_of_range(at_least->count, nullptr);
+  }
+  const int device = device_of(request, host);
+  if (host.prepare_device) host.prepare_device(device);
+  if (at_least == nullptr) return create_as(ContextKind::kUser, device, partition_of(request.sms), request.workqueue);
+  const SmPartition partition = partition_with_at_least(device, at_least->count);
+  return create_as(ContextKind::kUser, device, &partition, request.workqueue);
+}
+
 std::shared_ptr<GreenContext> GreenContext::create(int device, const SmPartition* sm,
                                                    const std::optional<WorkqueueConfig>& workqueue) {
-  return create_as(ContextKind::kUser, device, sm, workqueue);
-}
-
-int GreenContext::device_of(const Request& request, const std::function<int()>& current_device) {
-  if (request.sm != nullptr) {
-    if (request.device) check_partition_device(*request.sm, *request.device);
-    return request.sm->device();
-  }
-  if (request.device) return check_device(*request.device);
-  device_count();
-  return check_device(current_device());
-}
-
-std::shared_ptr<GreenContext> GreenContext::create(int device, const Request& request) {
-  if (request.sm != nullptr && request.num_sms) {
-    throw ValueError("num_sms and sm_partition are mutually exclusive: give one of them");
-  }
-  if (request.sm != nullptr) check_partition_device(*request.sm, device);
-  if (!request.num_sms) return create(device, request.sm, request.workqueue);
-  const SmPartition at_least = partition_with_at_least(device, *request.num_sms);
-  return create(device, &at_least, request.workqueue);
+  Request request;
+  request.device = device;
+  if (sm != nullptr) request.sms = sm;
+  request.workqueue = workqueue;
+  return create(request);
 }
 
 std::vector<std::shared_ptr<GreenContext>> GreenContext::create_all(
     int device, const std::vector<const SmPartition*>& partitions,
-    const std::optional<WorkqueueConfig>& workqueue) {
+    const std::optional<WorkqueueConfig>& workqueue, const Host& host) {
   constexpr std::size_t kMaxThreads = 8;
+  if (host.prepare_device) host.prepare_device(device);
+  for (const SmPartition* partition : partitions) {
+    if (partition != nullptr) check_partition_device(*partition, device);
+  }
   const std::size_t count = partitions.size();
   std::vector<std::shared_ptr<GreenContext>> made(count);
   // On this thread: every check, and the idle contexts that fit (no driver call).
@@ -242,7 +231,7 @@ std::optional<unsigned> GreenContext::locality_domain_id() const {
 abi::CUstream GreenContext::stream(int priority) {
   ContextHandles& held = handles();
   bool created = false;
-  abi::CUstream stream = held.streams.next(priority, [&held](int p) { return create_stream(held, p); }, &created);
+  abi::CUstream stream = held.streams.next(priority, [&held](int p) { return held.create_stream(p); }, &created);
   if (created) ContextRecycler::instance().count_stream_created();
   return stream;
 }

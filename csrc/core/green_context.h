@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "cuda_abi.h"
@@ -26,26 +27,45 @@ enum class ContextKind : int;
 
 class GreenContext {
  public:
-  // Makes a green context on `device` from `sm` (the whole device when null) and, when given,
-  // a workqueue configuration (driver 13.1+).
+  // What the layer above the core supplies: the device a request naming none is about, and what
+  // a device needs before a green context is made on it (PyTorch's layer makes sure the primary
+  // context exists, so that PyTorch and the green contexts share it). Without them a request
+  // must name its device, and nothing is done before creating.
+  struct Host {
+    std::function<int()> current_device;
+    std::function<void(int)> prepare_device;
+  };
+
+  // The SMs a context is made on: the whole device, a partition, or the smallest partition of
+  // at least `count` SMs.
+  struct WholeDevice {};
+  struct AtLeast {
+    long long count = 0;
+  };
+  using Sms = std::variant<WholeDevice, const SmPartition*, AtLeast>;
+
+  // What GreenContext(num_sms=..., sm_partition=..., workqueue options, device_id=...) asks for.
+  struct Request {
+    std::optional<long long> device;  // nullopt: the partition's, else the host's current device
+    Sms sms = WholeDevice{};          // a null partition means the whole device
+    std::optional<WorkqueueConfig> workqueue;
+  };
+
+  // The creation pipeline, each rule checked once, in this order: a count of SMs below 1 when
+  // the device cannot be read (RangeError without the device's figures); the device (the
+  // partition's, which `device` must name when given: ValueError; else `device` or the host's
+  // current one: RangeError outside the machine's); the host's preparation of that device; the
+  // SMs (a count outside 1 to the device's SM count: RangeError naming it); the driver's
+  // features; then the context is made, or an idle one made from the same SMs and options reused.
+  static std::shared_ptr<GreenContext> create(const Request& request, const Host& host = {});
+
+  // A context on `device` from `sm` (the whole device when null) and, when given, a workqueue
+  // configuration (driver 13.1+): create() of that request.
   static std::shared_ptr<GreenContext> create(int device, const SmPartition* sm,
                                               const std::optional<WorkqueueConfig>& workqueue);
 
-  // What GreenContext(num_sms=..., sm_partition=..., device_id=...) asks for: a context on
-  // `sm` (whose device `device` must name when given), on the smallest partition of at least
-  // `num_sms` SMs (RangeError outside 1 to the device's SM count), or on the whole device.
-  // `device` when given is checked (RangeError), else `current_device()` gives it.
-  struct Request {
-    std::optional<long long> device;
-    const SmPartition* sm = nullptr;
-    std::optional<long long> num_sms;
-    std::optional<WorkqueueConfig> workqueue;
-  };
-  // The device of `request`: the partition's, `device` checked, or `current_device()` checked
-  // (after the driver is asked for its devices, so that without a driver its error comes first).
-  static int device_of(const Request& request, const std::function<int()>& current_device);
-  // The context `request` asks for on `device` (device_of()'s answer).
-  static std::shared_ptr<GreenContext> create(int device, const Request& request);
+  // The device `request` is about, checked as create() checks it.
+  static int device_of(const Request& request, const Host& host = {});
 
   // One context per partition, all on `device`. Idle contexts that fit are taken on the
   // calling thread first; the contexts still to be made are created concurrently (the driver
@@ -53,16 +73,19 @@ class GreenContext {
   // driver), with no helper thread for a single one. Either every context is made or none is
   // kept, and the first error in partition order is rethrown; a partition that cannot be used
   // at all (another device's, or a feature the driver lacks) fails before anything is created.
+  // The host prepares `device` first.
   static std::vector<std::shared_ptr<GreenContext>> create_all(
       int device, const std::vector<const SmPartition*>& partitions,
-      const std::optional<WorkqueueConfig>& workqueue);
+      const std::optional<WorkqueueConfig>& workqueue, const Host& host = {});
 
-  // Contexts on disjoint partitions of the whole device `device`, one per group: split() of
-  // the device's SMs as `requests` ask (on `path`), then create_all() of the groups. Nothing is
-  // split when the driver lacks what `workqueue` needs. The SMs no group took stay unused.
+  // Contexts on disjoint partitions of the whole device `device` (the host's current one when
+  // none is given), one per group: the rules of `requests` that need no driver first, then the
+  // device, its preparation by the host, split() of its SMs as `requests` ask (on `path`) and
+  // create_all() of the groups. Nothing is split when the driver lacks what `workqueue` needs.
+  // The SMs no group took stay unused.
   static std::vector<std::shared_ptr<GreenContext>> create_split(
-      int device, const std::vector<GroupRequest>& requests,
-      const std::optional<WorkqueueConfig>& workqueue, SplitPath path = SplitPath::kAuto);
+      std::optional<long long> device, const std::vector<GroupRequest>& requests,
+      const std::optional<WorkqueueConfig>& workqueue, SplitPath path = SplitPath::kAuto, const Host& host = {});
 
   GreenContext(const GreenContext&) = delete;
   GreenContext& operator=(const GreenContext&) = delete;

@@ -135,6 +135,11 @@ unsigned SmPartition::coscheduled_sm_count() const noexcept {
   return reported != 0 ? reported : fallback_alignment_;
 }
 
+unsigned SmPartition::split_granularity() const noexcept {
+  const unsigned smallest = min_partition_size();
+  return smallest != 0 ? smallest : split_step(coscheduled_sm_count());
+}
+
 std::optional<unsigned> SmPartition::locality_domain_id() const {
   std::optional<unsigned> domain = locality_domain_of(resources_.front());
   for (const abi::CUdevResource& resource : resources_) {
@@ -146,7 +151,7 @@ std::optional<unsigned> SmPartition::locality_domain_id() const {
 void check_partition_device(const SmPartition& sm, long long device) {
   if (sm.device() == device) return;
   const std::string own = std::to_string(sm.device());
-  throw ValueError("device_id=" + std::to_string(device) + " disagrees with the sm_partition's device (" + own +
+  throw ValueError("device_id=" + format_argument(device) + " disagrees with the sm_partition's device (" + own +
                    "); omit device_id or pass device_id=" + own);
 }
 

@@ -62,6 +62,9 @@ class SmPartition {
   unsigned coscheduled_sm_count() const noexcept;
   // minSmPartitionSize (13.0+; 0 when the driver does not report it).
   unsigned min_partition_size() const noexcept { return resources_.front().sm.minSmPartitionSize; }
+  // The device's split granularity, as the package's tools step through counts: the smallest
+  // partition the driver reports (13.0+), else split_step() of the co-scheduling alignment.
+  unsigned split_granularity() const noexcept;
   // The locality domain (13.4+): nullopt when unspecified. RuntimeError on older drivers.
   std::optional<unsigned> locality_domain_id() const;
   Origin origin() const noexcept { return origin_; }
@@ -89,6 +92,10 @@ class SmPartition {
   std::uint64_t split_serial_ = 0;
   std::vector<unsigned> pieces_;  // ascending
 };
+
+// The step of the SM counts a split gives a group whose SMs are co-scheduled `coscheduled` at a
+// time (0 or 1: none): the driver's counts are even, so at least 2.
+constexpr unsigned split_step(unsigned coscheduled) noexcept { return coscheduled > 2 ? coscheduled : 2u; }
 
 // Checks that `sm` may be used on device `device`: ValueError naming both otherwise.
 void check_partition_device(const SmPartition& sm, long long device);

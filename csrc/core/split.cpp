@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,24 @@ SplitError split_error(std::size_t index, unsigned sm_count, const std::string& 
   return SplitError(group_label(index) + ": num_sms=" + std::to_string(sm_count) + " " + why +
                         "; nearest counts it can give: " + (counts.empty() ? std::string("none") : counts),
                     index, sm_count, std::move(nearest));
+}
+
+std::vector<unsigned> nearest_counts(unsigned count, unsigned step, unsigned most,
+                                     const std::function<bool(unsigned)>& gives) {
+  std::vector<unsigned> out;
+  for (unsigned c = count > 0 ? (count - 1) / step * step : 0; c >= step; c -= step) {
+    if (gives(c)) {
+      out.push_back(c);
+      break;
+    }
+  }
+  for (unsigned c = (count / step + 1) * step; c <= most; c += step) {
+    if (gives(c)) {
+      out.push_back(c);
+      break;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -104,7 +123,7 @@ void check_requests(const std::vector<GroupRequest>& requests, unsigned input_sm
 }
 
 unsigned emulated_granularity(unsigned flags, unsigned alignment) {
-  return (flags & abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) ? 2u : alignment;
+  return split_step((flags & abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING) ? 2u : alignment);
 }
 
 unsigned emulated_split_flags(const GroupRequest& request, unsigned alignment, int driver_version) {
@@ -128,11 +147,43 @@ SplitPath native_split_available_path() {
              : SplitPath::kEmulated;
 }
 
+namespace {
+
+// `error`, which concerns the last of `requests` (or all of them together), and, when that
+// group asks for a count after groups that ask for counts and leave it some SMs, the request
+// that gives it every SM they leave on every driver: "num_sms=(16, 0), backfill=(False, True)".
+SplitError with_the_rest_form(const SplitError& error, const std::vector<GroupRequest>& requests,
+                              unsigned input_sm_count) {
+  const std::size_t last = requests.size() - 1;
+  if (error.group().value_or(last) != last || requests[last].sm_count == 0 || requests[last].backfill) return error;
+  unsigned long long before = 0;
+  std::string counts, backfills;
+  for (std::size_t i = 0; i < last; ++i) {
+    if (requests[i].sm_count == 0) return error;
+    before += requests[i].sm_count;
+    counts += std::to_string(requests[i].sm_count) + ", ";
+    backfills += requests[i].backfill ? "True, " : "False, ";
+  }
+  if (before >= input_sm_count) return error;
+  const std::string form = last == 0 ? "num_sms=0, backfill=True"
+                                     : "num_sms=(" + counts + "0), backfill=(" + backfills + "True)";
+  return SplitError(std::string(error.what()) + "; to give the last group every SM the groups before it leave, on " +
+                        "every driver, ask for " + form,
+                    error.group(), error.sm_count(), error.nearest_counts());
+}
+
+}  // namespace
+
 SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
                   SplitPath path) {
-  check_requests(requests, input.sm_count(), input.splittable());
-  if (path == SplitPath::kAuto) path = native_split_available_path();
-  SplitResult out = path == SplitPath::kNative ? split_native(input, requests) : split_emulated(input, requests);
+  SplitResult out;
+  try {
+    check_requests(requests, input.sm_count(), input.splittable());
+    if (path == SplitPath::kAuto) path = native_split_available_path();
+    out = path == SplitPath::kNative ? split_native(input, requests) : split_emulated(input, requests);
+  } catch (const SplitError& error) {
+    throw with_the_rest_form(error, requests, input.sm_count());
+  }
   // The outputs of one split are disjoint: SmPartition::combine() relies on these marks.
   static std::atomic<std::uint64_t> serials{0};
   const std::uint64_t serial = serials.fetch_add(1) + 1;
@@ -146,13 +197,16 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms) {
   return call_split_by_count(nullptr, 0, input.resource(), nullptr, 0, min_sms);
 }
 
+RangeError num_sms_out_of_range(long long num_sms, const SmPartition* device) {
+  const std::string most = device != nullptr ? std::to_string(device->sm_count()) + " (the SM count of device " +
+                                                   std::to_string(device->device()) + ")"
+                                             : std::string("the SM count of the device");
+  return RangeError("num_sms must be between 1 and " + most + ", got " + format_argument(num_sms));
+}
+
 SmPartition partition_with_at_least(int ordinal, long long min_sms) {
   SmPartition device = SmPartition::from_device(ordinal);
-  if (min_sms < 1 || min_sms > device.sm_count()) {
-    throw RangeError("num_sms must be between 1 and " + std::to_string(device.sm_count()) +
-                             " (the SM count of device " + std::to_string(ordinal) + "), got " +
-                             std::to_string(min_sms));
-  }
+  if (min_sms < 1 || min_sms > device.sm_count()) throw num_sms_out_of_range(min_sms, &device);
   const auto count = static_cast<unsigned>(min_sms);
   ByCount made = split_by_count(device.resource(), 1, 0, count);
   if (made.groups == 1 && made.results[0].sm.smCount >= count) {

@@ -2,7 +2,9 @@
 // (descriptions of SMs); making a GreenContext from one is a separate step.
 //
 // Two paths with one contract:
-//  - native (driver 13.1+): one cuDevSmResourceSplit call with the group parameters as given;
+//  - native (driver 13.1+): one cuDevSmResourceSplit call with the group parameters as given
+//    (a last group asking for exactly the SMs left, refused as given, asked again as the
+//    backfilled rest);
 //  - emulated (driver 12.4 to 13.0): cuDevSmResourceSplitByCount, group by group (equal
 //    consecutive groups in one call), re-splitting each remainder through an internal green
 //    context because the driver refuses to split raw split outputs.
@@ -11,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "errors.h"
 #include "sm_partition.h"
 
 namespace tgc {
@@ -30,9 +33,11 @@ struct SplitResult {
 
 enum class SplitPath { kAuto, kNative, kEmulated };
 
-// Splits `input` into groups as `requests` ask, in order. ValueError for requests that break
-// the documented rules or that the hardware cannot give exactly (naming the nearest counts it
-// can give); DriverError when the driver refuses for another reason.
+// Splits `input` into groups as `requests` ask, in order; a last group asking for exactly the
+// SMs the groups before it leave gets them on both paths. ValueError for requests that break
+// the documented rules or that the hardware cannot give exactly (a SplitError naming the
+// nearest counts it can give and, for the last group, the request that gives it the rest on
+// every driver); DriverError when the driver refuses for another reason.
 SplitResult split(const SmPartition& input, const std::vector<GroupRequest>& requests,
                   SplitPath path = SplitPath::kAuto);
 
@@ -61,7 +66,11 @@ unsigned groups_that_fit(const SmPartition& input, unsigned min_sms);
 
 // The smallest partition of device `ordinal` with at least `min_sms` SMs at the default
 // co-scheduling alignment (the whole device if no aligned group that large exists).
-// RuntimeError naming the device's SM count unless `min_sms` is 1 to that count.
+// num_sms_out_of_range() naming the device's SM count unless `min_sms` is 1 to that count.
 SmPartition partition_with_at_least(int ordinal, long long min_sms);
+
+// The RangeError for a num_sms outside 1 to the SM count of `device` (the whole device's
+// partition), or, where no device could be read (null), outside 1 to the device's SM count.
+RangeError num_sms_out_of_range(long long num_sms, const SmPartition* device);
 
 }  // namespace tgc

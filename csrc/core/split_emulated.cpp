@@ -28,29 +28,16 @@ std::string coscheduling_phrase(unsigned flags, unsigned alignment) {
 }
 
 // The counts nearest to `count` (one below, one above) that the driver gives exactly from
-// `input` under `flags`; with no count above, all of `input` when `rest_counts` (a last group
-// takes the rest without a split); empty when there are none.
-std::vector<unsigned> nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
-                                     unsigned count, bool rest_counts = true) {
-  if (granularity == 0) granularity = 2;
-  unsigned available = input.sm.smCount;
-  std::optional<unsigned> lower, upper;
-  for (unsigned c = (count - 1) / granularity * granularity; c >= granularity; c -= granularity) {
-    if (gives_exactly(input, flags, c)) {
-      lower = c;
-      break;
-    }
-  }
-  for (unsigned c = (count / granularity + 1) * granularity; c < available; c += granularity) {
-    if (gives_exactly(input, flags, c)) {
-      upper = c;
-      break;
-    }
-  }
-  if (!upper && rest_counts && available > count) upper = available;
-  std::vector<unsigned> out;
-  if (lower) out.push_back(*lower);
-  if (upper) out.push_back(*upper);
+// `input` under `flags`; with no count above, all of `input` when `rest_counts`; empty when
+// there are none. The search stops below all of `input`: a group of every SM left is not split
+// off here but handed over as the rest, which only a last group takes (`rest_counts`).
+std::vector<unsigned> emulated_nearest_counts(const abi::CUdevResource& input, unsigned flags, unsigned granularity,
+                                              unsigned count, bool rest_counts = true) {
+  const unsigned available = input.sm.smCount;
+  std::vector<unsigned> out = nearest_counts(count, granularity, available > 0 ? available - 1 : 0,
+                                             [&](unsigned c) { return gives_exactly(input, flags, c); });
+  const bool upper = !out.empty() && out.back() > count;
+  if (!upper && rest_counts && available > count) out.push_back(available);
   return out;
 }
 
@@ -99,7 +86,7 @@ class EmulatedSplit {
     std::vector<unsigned> nearest;
     if (current_has_sms_) {
       if (made.groups > 0) make_remainder_splittable();
-      nearest = nearest_counts(current_, flags, granularity, asked, false);
+      nearest = emulated_nearest_counts(current_, flags, granularity, asked, false);
     }
     const std::string fit = made.groups == 1 ? " group of " + std::to_string(asked) + " SMs fits"
                                              : " groups of " + std::to_string(asked) + " SMs fit";
@@ -127,12 +114,12 @@ class EmulatedSplit {
 
     if (r.sm_count > available) {
       throw count_refused(i, "is more than the " + std::to_string(available) + " SMs left",
-                          nearest_counts(current_, flags, granularity, r.sm_count));
+                          emulated_nearest_counts(current_, flags, granularity, r.sm_count));
     }
     if (r.sm_count % granularity != 0) {
       throw count_refused(i, "cannot be given exactly: on driver " + format_driver_version(version_) +
                                  " SMs split " + coscheduling_phrase(flags, alignment_),
-                          nearest_counts(current_, flags, granularity, r.sm_count));
+                          emulated_nearest_counts(current_, flags, granularity, r.sm_count));
     }
     std::size_t end = i + 1;
     while (end < requests_.size() && requests_[end].sm_count == r.sm_count &&
@@ -145,13 +132,13 @@ class EmulatedSplit {
     if (made.groups < wanted) {
       if (wanted > 1) throw too_few_fit(i, end, made, flags, granularity);
       throw count_refused(i, "cannot be given from the " + std::to_string(available) + " SMs left",
-                          nearest_counts(current_, flags, granularity, r.sm_count));
+                          emulated_nearest_counts(current_, flags, granularity, r.sm_count));
     }
     for (const abi::CUdevResource& group : made.results) {
       if (group.sm.smCount != r.sm_count) {
         throw count_refused(i, "cannot be given exactly here (the driver rounds it to " +
                                    std::to_string(group.sm.smCount) + ")",
-                            nearest_counts(current_, flags, granularity, r.sm_count));
+                            emulated_nearest_counts(current_, flags, granularity, r.sm_count));
       }
     }
     for (const abi::CUdevResource& group : made.results) add_group(group, granularity);

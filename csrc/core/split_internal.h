@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ std::string group_label(std::size_t index);
 // nearest counts it can give: 16, 24" (or "none").
 SplitError split_error(std::size_t index, unsigned sm_count, const std::string& why,
                        std::vector<unsigned> nearest);
+
+// The counts nearest to `count` that `gives` accepts, one below and one above, ascending
+// (either may be missing): multiples of `step` from `step` up to `most`. The search of both
+// split paths.
+std::vector<unsigned> nearest_counts(unsigned count, unsigned step, unsigned most,
+                                     const std::function<bool(unsigned)>& gives);
 
 // What one cuDevSmResourceSplitByCount call made.
 struct ByCount {

@@ -1,5 +1,5 @@
 // The native split path (driver 13.1+): one cuDevSmResourceSplit call with the group
-// parameters as given.
+// parameters as given, after the co-scheduled counts are checked.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -79,23 +79,12 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
   for (std::size_t i = 0; i < culprit; ++i) before += requests[i].sm_count;
   const unsigned available = input.sm_count() > before ? input.sm_count() - before : 0;
   const bool own = group.coscheduled_sm_count != 0;
-  const unsigned alignment = own ? group.coscheduled_sm_count : input.coscheduled_sm_count();
-  const unsigned step = alignment > 1 ? alignment : 2;
-  std::vector<unsigned> nearest;
-  for (unsigned c = (asked - 1) / step * step; c >= step; c -= step) {
+  const unsigned step = split_step(own ? group.coscheduled_sm_count : input.coscheduled_sm_count());
+  // Every count up to all the SMs left is the driver's to judge.
+  std::vector<unsigned> nearest = nearest_counts(asked, step, available, [&](unsigned c) {
     group.sm_count = c;
-    if (splits(input, requests)) {
-      nearest.push_back(c);
-      break;
-    }
-  }
-  for (unsigned c = (asked / step + 1) * step; c <= available; c += step) {
-    group.sm_count = c;
-    if (splits(input, requests)) {
-      nearest.push_back(c);
-      break;
-    }
-  }
+    return splits(input, requests);
+  });
   if (nearest.empty()) {
     // It splits alone, but no count of it after the groups before it: they used up what the
     // GPU's layout gives.
@@ -113,14 +102,68 @@ std::optional<SplitError> refusal(const SmPartition& input, std::vector<GroupReq
                      std::move(nearest));
 }
 
+// ValueError for a co-scheduled count cuDevSmResourceSplit refuses (it takes 0 for the default,
+// or an even count up to kMaxCoscheduled), before the driver is asked: the same error the
+// emulated path gives for a count its driver cannot honour.
+void check_coscheduling(const std::vector<GroupRequest>& requests, unsigned alignment) {
+  constexpr unsigned kMaxCoscheduled = 32;
+  for (const GroupRequest& r : requests) {
+    const unsigned cs = r.coscheduled_sm_count;
+    if (cs <= 2 || (cs % 2 == 0 && cs <= kMaxCoscheduled)) continue;
+    throw ValueError("coscheduled_sm_count=" + std::to_string(cs) + " cannot be honoured on driver " +
+                     format_driver_version(driver().version()) +
+                     ", whose split call co-schedules SMs in even counts up to " + std::to_string(kMaxCoscheduled) +
+                     "; allowed there: 0 (the default, " + std::to_string(alignment) +
+                     "), 1 (as 2) or an even number from 2 to " + std::to_string(kMaxCoscheduled));
+  }
+}
+
+// `requests` as the driver takes them: a co-scheduled count of 1 (no co-scheduling, which the
+// emulated path grants) is the driver's smallest, 2.
+std::vector<GroupRequest> as_driver_takes(std::vector<GroupRequest> requests) {
+  for (GroupRequest& r : requests) {
+    if (r.coscheduled_sm_count == 1) r.coscheduled_sm_count = 2;
+  }
+  return requests;
+}
+
+// A last group asking for exactly the SMs the groups before it leave (all of them asking for
+// counts) as the backfilled rest: the emulated path hands such a group the rest without a
+// split, whereas cuDevSmResourceSplit gives a group without BACKFILL only whole co-scheduled
+// units, which the rest need not be. Nothing for other requests.
+std::optional<std::vector<GroupRequest>> as_the_rest(const SmPartition& input, std::vector<GroupRequest> requests) {
+  GroupRequest& last = requests.back();
+  unsigned long long before = 0;
+  for (std::size_t i = 0; i + 1 < requests.size(); ++i) {
+    if (requests[i].sm_count == 0) return std::nullopt;  // what they leave is not known yet
+    before += requests[i].sm_count;
+  }
+  if (last.sm_count == 0 || before + last.sm_count != input.sm_count()) return std::nullopt;
+  const unsigned coscheduled = last.coscheduled_sm_count != 0 ? last.coscheduled_sm_count : input.coscheduled_sm_count();
+  if (last.sm_count < coscheduled) {  // a group smaller than its co-scheduled count is refused
+    last.coscheduled_sm_count = 2;
+    last.preferred_coscheduled_sm_count = 0;
+  }
+  last.sm_count = 0;
+  last.backfill = true;
+  return requests;
+}
+
 }  // namespace
 
-SplitResult split_native(const SmPartition& input, const std::vector<GroupRequest>& requests) {
+SplitResult split_native(const SmPartition& input, const std::vector<GroupRequest>& given) {
   const DriverApi& api = driver();
   api.require<entry::cuDevSmResourceSplit>("SMPartition.split", feature_version::kNativeSplit);
+  check_coscheduling(given, input.coscheduled_sm_count());
+  const std::vector<GroupRequest> requests = as_driver_takes(given);
   std::vector<abi::CUdevResource> results;
   abi::CUdevResource remainder = abi::zeroed_resource();
-  const abi::CUresult result = call_split(input, requests, &results, &remainder);
+  abi::CUresult result = call_split(input, requests, &results, &remainder);
+  if (refuses_count(result)) {
+    if (std::optional<std::vector<GroupRequest>> rest = as_the_rest(input, requests)) {
+      result = call_split(input, *rest, &results, &remainder);
+    }
+  }
   if (refuses_count(result)) {
     if (std::optional<SplitError> error = refusal(input, requests)) throw *error;
   }

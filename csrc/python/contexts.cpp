@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "bindings.h"
@@ -49,20 +50,28 @@ void bind_contexts(py::module_& m) {
       py::arg("value"), "The WorkqueueScope a workqueue_scope argument names; ValueError for any other value.");
 
   py::class_<GreenContext, std::shared_ptr<GreenContext>>(m, "_GreenContext")
+      // GreenContext(...): `sms` is the sm_partition, a num_sms count, or None for the whole device.
       .def_static(
           "create",
-          [](std::optional<long long> device, const SmPartition* sm, std::optional<WorkqueueScope> scope,
-             std::optional<unsigned> limit, std::optional<long long> num_sms) {
-            const GreenContext::Request request{device, sm, num_sms, workqueue_config(scope, limit)};
+          [](std::optional<long long> device, std::optional<std::variant<std::shared_ptr<SmPartition>, long long>> sms,
+             std::optional<WorkqueueScope> scope, std::optional<unsigned> limit) {
+            GreenContext::Request request{device, GreenContext::WholeDevice{}, workqueue_config(scope, limit)};
+            if (sms) {
+              if (const auto* partition = std::get_if<std::shared_ptr<SmPartition>>(&*sms)) {
+                request.sms = partition->get();
+              } else {
+                request.sms = GreenContext::AtLeast{std::get<long long>(*sms)};
+              }
+            }
             std::shared_ptr<GreenContext> context;
             {
               py::gil_scoped_release release;
-              context = torch_bridge::create_context(request);
+              context = GreenContext::create(request, torch_bridge::host());
             }
             return release_gil_on_destruction(std::move(context));
           },
-          py::arg("device").none(true), py::arg("sm_partition").none(true), py::arg("workqueue_scope").none(true),
-          py::arg("workqueue_concurrency_limit").none(true), py::arg("num_sms").none(true) = py::none())
+          py::arg("device").none(true), py::arg("sms").none(true), py::arg("workqueue_scope").none(true),
+          py::arg("workqueue_concurrency_limit").none(true))
       .def_static(
           "create_all",
           [](int device, const std::vector<std::shared_ptr<SmPartition>>& partitions,
@@ -70,7 +79,8 @@ void bind_contexts(py::module_& m) {
             std::vector<std::shared_ptr<GreenContext>> made;
             {
               py::gil_scoped_release release;
-              made = torch_bridge::create_contexts(device, raw(partitions), workqueue_config(scope, limit));
+              made = GreenContext::create_all(device, raw(partitions), workqueue_config(scope, limit),
+                                              torch_bridge::host());
             }
             return wrap_contexts(std::move(made));
           },
@@ -78,13 +88,14 @@ void bind_contexts(py::module_& m) {
           py::arg("workqueue_concurrency_limit").none(true))
       // GreenContext.split: from the requests to the contexts, the partitions never leaving C++.
       .def_static(
-          "split",
+          "create_split",
           [](std::optional<long long> device, const std::vector<GroupRequest>& requests,
              std::optional<WorkqueueScope> scope, std::optional<unsigned> limit, SplitPath path) {
             std::vector<std::shared_ptr<GreenContext>> made;
             {
               py::gil_scoped_release release;
-              made = torch_bridge::create_split_contexts(device, requests, workqueue_config(scope, limit), path);
+              made = GreenContext::create_split(device, requests, workqueue_config(scope, limit), path,
+                                                torch_bridge::host());
             }
             return wrap_contexts(std::move(made));
           },

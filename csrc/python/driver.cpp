@@ -33,9 +33,6 @@ void bind_driver(py::module_& m) {
   versions.attr("workqueues") = feature_version::kWorkqueues;
   versions.attr("locality_domains") = feature_version::kLocalityDomains;
   m.attr("DRIVER_LIBRARY_ENV") = driver_library_env();
-#ifdef TGC_BUILT_AGAINST_TORCH
-  m.attr("BUILT_AGAINST_TORCH") = TGC_BUILT_AGAINST_TORCH;
-#endif
 
   m.def("device_count", &device_count);
   m.def("device_sm_count", &device_sm_count, py::arg("device"));
@@ -48,7 +45,10 @@ void bind_driver(py::module_& m) {
   m.def("current_context", [] { return reinterpret_cast<std::uintptr_t>(current_context()); },
         "The calling thread's current CUDA context (0: none), as an integer handle.");
   m.def("current_device", &torch_bridge::current_device);
-  m.def("resolve_device", &torch_bridge::resolve_device, py::arg("device").none(true),
+  m.def(
+      "resolve_device",
+      [](std::optional<long long> device) { return resolve_device(device, torch_bridge::host().current_device); },
+      py::arg("device").none(true),
         "`device`, or PyTorch's current device when None; RuntimeError when the driver sees no such device.");
 
   m.def("live_counts", [] {

@@ -37,6 +37,7 @@ void bind_partitions(py::module_& m) {
       .def_property_readonly("sm_count", &SmPartition::sm_count)
       .def_property_readonly("coscheduled_sm_count", &SmPartition::coscheduled_sm_count)
       .def_property_readonly("min_partition_size", &SmPartition::min_partition_size)
+      .def_property_readonly("split_granularity", &SmPartition::split_granularity)
       .def_property_readonly("locality_domain_id", &SmPartition::locality_domain_id)
       .def_property_readonly("splittable", &SmPartition::splittable)
       .def_static(
@@ -68,17 +69,6 @@ void bind_partitions(py::module_& m) {
           },
           py::arg("requests"), py::arg("path") = SplitPath::kAuto);
 
-  m.def(
-      "partition_with_at_least",
-      [](int device, long long min_sms) {
-        std::optional<SmPartition> made;
-        {
-          py::gil_scoped_release release;
-          made.emplace(partition_with_at_least(device, min_sms));
-        }
-        return wrap_partition(std::move(*made));
-      },
-      py::arg("device"), py::arg("min_sms"));
   m.def(
       "groups_that_fit",
       [](int device, unsigned min_sms) {

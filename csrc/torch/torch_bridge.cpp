@@ -17,6 +17,11 @@ void ensure_primary_context(int ordinal) {
   c10::cuda::device_synchronize();
 }
 
+const GreenContext::Host& host() {
+  static const GreenContext::Host torch_host{&current_device, &ensure_primary_context};
+  return torch_host;
+}
+
 std::pair<abi::CUstream, int> current_stream() {
   c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream();
   return {reinterpret_cast<abi::CUstream>(stream.stream()), static_cast<int>(stream.device_index())};
@@ -34,34 +39,6 @@ std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream
   return {static_cast<std::int64_t>(packed.stream_id),
           static_cast<std::int64_t>(packed.device_index),
           static_cast<std::int64_t>(packed.device_type)};
-}
-
-int resolve_device(std::optional<long long> device) {
-  GreenContext::Request request;
-  request.device = device;
-  return GreenContext::device_of(request, current_device);
-}
-
-std::shared_ptr<GreenContext> create_context(const GreenContext::Request& request) {
-  const int ordinal = GreenContext::device_of(request, current_device);
-  ensure_primary_context(ordinal);
-  return GreenContext::create(ordinal, request);
-}
-
-std::vector<std::shared_ptr<GreenContext>> create_contexts(int device, const std::vector<const SmPartition*>& partitions,
-                                                           const std::optional<WorkqueueConfig>& workqueue) {
-  ensure_primary_context(device);
-  return GreenContext::create_all(device, partitions, workqueue);
-}
-
-std::vector<std::shared_ptr<GreenContext>> create_split_contexts(std::optional<long long> device,
-                                                                 const std::vector<GroupRequest>& requests,
-                                                                 const std::optional<WorkqueueConfig>& workqueue,
-                                                                 SplitPath path) {
-  check_group_list(requests);  // needs no driver: before the device is looked up
-  const int ordinal = resolve_device(device);
-  ensure_primary_context(ordinal);
-  return GreenContext::create_split(ordinal, requests, workqueue, path);
 }
 
 }  // namespace tgc::torch_bridge

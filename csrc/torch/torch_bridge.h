@@ -4,11 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include <c10/cuda/CUDAStream.h>
 
@@ -24,6 +21,10 @@ int current_device();
 // nobody has yet, so that green contexts share it with PyTorch's allocations and kernels.
 void ensure_primary_context(int ordinal);
 
+// What the core's creation calls take from PyTorch: its current device, and
+// ensure_primary_context() before a green context is made on a device.
+const GreenContext::Host& host();
+
 // PyTorch's current stream on its current device: the raw handle and the device.
 std::pair<abi::CUstream, int> current_stream();
 
@@ -33,21 +34,5 @@ c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal);
 // (stream_id, device_index, device_type): what torch.cuda.Stream needs to wrap the stream.
 std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream stream,
                                                                    int ordinal);
-
-// `device`, or PyTorch's current device when none is given, checked against the devices the
-// driver sees (RangeError).
-int resolve_device(std::optional<long long> device);
-
-// GreenContext::create(request) on the request's device (PyTorch's current one when it names
-// none), after the device's primary context exists: PyTorch and the green contexts share it.
-std::shared_ptr<GreenContext> create_context(const GreenContext::Request& request);
-
-// GreenContext::create_all and create_split, likewise after the primary context exists.
-std::vector<std::shared_ptr<GreenContext>> create_contexts(int device, const std::vector<const SmPartition*>& partitions,
-                                                           const std::optional<WorkqueueConfig>& workqueue);
-std::vector<std::shared_ptr<GreenContext>> create_split_contexts(std::optional<long long> device,
-                                                                 const std::vector<GroupRequest>& requests,
-                                                                 const std::optional<WorkqueueConfig>& workqueue,
-                                                                 SplitPath path);
 
 }  // namespace tgc::torch_bridge

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +16,13 @@ TEST(Errors, FormatsDriverVersions) {
   EXPECT_EQ(format_driver_version(13010), "13.1");
   EXPECT_EQ(format_driver_version(12040), "12.4");
   EXPECT_EQ(format_driver_version(0), "unknown");
+}
+
+TEST(Errors, FormatsArgumentsWithTheEndsStandingForWiderValues) {
+  EXPECT_EQ(format_argument(16), "16");
+  EXPECT_EQ(format_argument(-1), "-1");
+  EXPECT_EQ(format_argument(std::numeric_limits<long long>::max()), "9223372036854775807 or more");
+  EXPECT_EQ(format_argument(std::numeric_limits<long long>::min()), "-9223372036854775808 or less");
 }
 
 TEST(Errors, DriverErrorNamesCallCodeAndText) {

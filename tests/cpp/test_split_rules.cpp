@@ -1,4 +1,5 @@
-// Split rules that need no driver: request checks and the emulated path's flag mapping.
+// Split rules that need no driver: request checks, the emulated path's flag mapping, the steps
+// of counts and the nearest-counts search.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +8,7 @@
 #include "core/cuda_abi.h"
 #include "core/errors.h"
 #include "core/split.h"
+#include "core/split_internal.h"
 #include "group_request.h"
 
 using namespace tgc;
@@ -88,4 +90,24 @@ TEST(EmulatedFlags, OtherCoscheduledCountsAreRefusedWithTheAllowedOnes) {
   // on a pre-Hopper device the alignment itself is 2
   EXPECT_EQ(emulated_split_flags(group(4, 2), 2, 12040),
             tgc::abi::CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING);
+}
+
+TEST(SplitSteps, CountsAreEvenAndStepByTheCoscheduledCount) {
+  EXPECT_EQ(split_step(0), 2u);
+  EXPECT_EQ(split_step(1), 2u);
+  EXPECT_EQ(split_step(2), 2u);
+  EXPECT_EQ(split_step(8), 8u);
+  EXPECT_EQ(emulated_granularity(0, 0), 2u);  // no alignment known: the driver's even counts
+}
+
+TEST(NearestCounts, OneBelowAndOneAboveAtTheStepUpToTheLimit) {
+  using Counts = std::vector<unsigned>;
+  const auto every = [](unsigned) { return true; };
+  EXPECT_EQ(split_detail::nearest_counts(20, 8, 132, every), (Counts{16, 24}));
+  EXPECT_EQ(split_detail::nearest_counts(20, 8, 24, every), (Counts{16, 24}));  // the limit included
+  EXPECT_EQ(split_detail::nearest_counts(20, 8, 23, every), (Counts{16}));
+  EXPECT_EQ(split_detail::nearest_counts(24, 8, 132, [](unsigned c) { return c != 16 && c != 32; }),
+            (Counts{8, 40}));
+  EXPECT_EQ(split_detail::nearest_counts(6, 8, 132, every), (Counts{8}));  // nothing below the step
+  EXPECT_EQ(split_detail::nearest_counts(20, 2, 132, [](unsigned) { return false; }), Counts{});
 }

@@ -5,7 +5,8 @@ calls without a driver), and the checks that need the device still name its figu
 import pytest
 import torch
 
-from torch_green_contexts import GreenContext, sizing
+import torch_green_contexts as tgc
+from torch_green_contexts import GreenContext, SMPartition, sizing
 from torch_green_contexts.compat import flashinfer, sglang
 from torch_green_contexts.layouts import Layouts
 
@@ -18,6 +19,7 @@ LATENCY_SMS = ("latency_sms entries must be between 0 (every SM to batch work) a
 RESERVED = ("reserved SM counts must be positive multiples of 8 (the smallest partition of device 0), got "
             "prefill_reserved_sm={}, decode_reserved_sm={}")
 OUT_OF_RANGE = "device_id 5 is out of range: this machine has 1 CUDA device (valid device_id: 0..0)"
+WIDE_DEVICE = OUT_OF_RANGE.replace("5", "9223372036854775807 or more", 1)
 
 
 def _step():
@@ -74,6 +76,27 @@ CASES = [
      "device_id must be a CUDA device index (0 or more), got -1"),
     ("GreenContext.split(num_sms=(16, -1))", lambda: GreenContext.split(num_sms=(16, -1), device_id=0), ValueError,
      "num_sms entries must be non-negative ints, got -1"),
+    # Integers wider than the core's 64 bits: named as the ends of its range stand for them.
+    ("GreenContext(num_sms=2**70)", lambda: GreenContext(num_sms=2**70, device_id=0), RuntimeError,
+     NUM_SMS.format("9223372036854775807 or more")),
+    ("GreenContext(num_sms=-2**70)", lambda: GreenContext(num_sms=-2**70, device_id=0), RuntimeError,
+     NUM_SMS.format("-9223372036854775808 or less")),
+    ("GreenContext.create(2**70)", lambda: GreenContext.create(num_sms=2**70, device_id=0), RuntimeError,
+     NUM_SMS.format("9223372036854775807 or more")),
+    ("GreenContext(device_id=2**80)", lambda: GreenContext(num_sms=16, device_id=2**80), RuntimeError, WIDE_DEVICE),
+    ("GreenContext.split(device_id=2**80)", lambda: GreenContext.split(num_sms=16, device_id=2**80), RuntimeError,
+     WIDE_DEVICE),
+    ("SMPartition.from_device(2**80)", lambda: SMPartition.from_device(2**80), RuntimeError, WIDE_DEVICE),
+    ("max_workqueue_concurrency(2**80)", lambda: GreenContext.max_workqueue_concurrency(2**80), RuntimeError,
+     WIDE_DEVICE),
+    ("get_num_locality_domains(2**80)", lambda: tgc.get_num_locality_domains(2**80), RuntimeError, WIDE_DEVICE),
+    ("sizing.available_counts(2**80)", lambda: sizing.available_counts(2**80), RuntimeError, WIDE_DEVICE),
+    ("GreenContext(sm_partition, device_id=2**80)",
+     lambda: GreenContext(sm_partition=SMPartition.from_device(0), device_id=2**80), ValueError,
+     "device_id=9223372036854775807 or more disagrees with the sm_partition's device (0); omit device_id or pass "
+     "device_id=0"),
+    ("set_idle_context_limit(10**30)", lambda: tgc.set_idle_context_limit(10**30), RuntimeError,
+     "limit must be between 0 and 18446744073709551615 idle green contexts, got " + str(10**30)),
 ]
 
 

@@ -114,6 +114,7 @@ using Gates = SimTest;
 using Contexts = SimTest;
 using NativeSplit = SimTest;
 using EmulatedSplit = SimTest;
+using SplitPaths = SimTest;
 using Unions = SimTest;
 using StreamSmCount = SimTest;
 using Fences = SimTest;

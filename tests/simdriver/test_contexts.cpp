@@ -191,21 +191,36 @@ TEST_F(Contexts, CreateSplitGoesFromRequestsToDisjointContexts) {
 }
 
 TEST_F(Contexts, ARequestNamesAPartitionOrACountAndItsDevice) {
-  const auto current = [] { return 0; };
+  std::vector<int> prepared;
+  const GreenContext::Host host{[] { return 0; }, [&](int device) { prepared.push_back(device); }};
   GreenContext::Request by_count;
-  by_count.num_sms = 10;
-  EXPECT_EQ(GreenContext::device_of(by_count, current), 0);
-  EXPECT_EQ(GreenContext::create(0, by_count)->sm_count(), 16u) << "at least 10 SMs: the driver's next unit";
+  by_count.sms = GreenContext::AtLeast{10};
+  EXPECT_EQ(GreenContext::device_of(by_count, host), 0);
+  EXPECT_EQ(GreenContext::create(by_count, host)->sm_count(), 16u) << "at least 10 SMs: the driver's next unit";
+  EXPECT_EQ(prepared, std::vector<int>{0});  // the host prepares the device before a context is made
   SmPartition part = partition_with_at_least(0, 24);
   GreenContext::Request by_partition;
-  by_partition.sm = &part;
+  by_partition.sms = &part;
   by_partition.device = 0;
-  EXPECT_EQ(GreenContext::device_of(by_partition, current), 0);
-  EXPECT_EQ(GreenContext::create(0, by_partition)->sm_count(), 24u);
-  GreenContext::Request both = by_partition;
-  both.num_sms = 8;
-  EXPECT_THROWS_WITH(GreenContext::create(0, both), ValueError, "num_sms and sm_partition are mutually exclusive");
+  EXPECT_EQ(GreenContext::device_of(by_partition, host), 0);
+  EXPECT_EQ(GreenContext::create(by_partition, host)->sm_count(), 24u);
+  by_partition.device = 1;
+  EXPECT_THROWS_WITH(GreenContext::create(by_partition, host), ValueError,
+                     "device_id=1 disagrees with the sm_partition's device (0); omit device_id or pass device_id=0");
   GreenContext::Request elsewhere;
   elsewhere.device = 5;
-  EXPECT_THROW(GreenContext::device_of(elsewhere, current), RangeError);
+  EXPECT_THROW(GreenContext::device_of(elsewhere, host), RangeError);
+  EXPECT_THROWS_WITH(GreenContext::create(GreenContext::Request{}), ValueError, "no device given");
+  // A count below 1 with the device's figures; for a device that is not there, without them,
+  // before the device's absence (which a count the device must judge meets first).
+  GreenContext::Request none;
+  none.sms = GreenContext::AtLeast{0};
+  EXPECT_THROWS_WITH(GreenContext::create(none, host), RangeError,
+                     "num_sms must be between 1 and 132 (the SM count of device 0), got 0");
+  none.device = 5;
+  EXPECT_THROWS_WITH(GreenContext::create(none, host), RangeError,
+                     "num_sms must be between 1 and the SM count of the device, got 0");
+  none.sms = GreenContext::AtLeast{8};
+  EXPECT_THROWS_WITH(GreenContext::create(none, host), RangeError, "device_id 5 is out of range");
+  EXPECT_EQ(std::count(prepared.begin(), prepared.end(), 5), 0);
 }

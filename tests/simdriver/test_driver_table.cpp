@@ -1,6 +1,7 @@
 // The driver's version and entry points as the core sees them, the device queries, and the
 // features each version gates.
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "sim_fixture.h"
@@ -20,6 +21,10 @@ TEST_F(DriverTable, DeviceQueries) {
   EXPECT_EQ(device_compute_capability(0).major, 9);
   EXPECT_TRUE(primary_context_active(0));
   EXPECT_THROWS_WITH(device_handle(3), std::runtime_error, "valid device_id: 0..0");
+  EXPECT_THROWS_WITH(partition_with_at_least(0, std::numeric_limits<long long>::max()), RangeError,
+                     "num_sms must be between 1 and 132 (the SM count of device 0), got 9223372036854775807 or more");
+  EXPECT_THROWS_WITH(check_device(std::numeric_limits<long long>::max()), RangeError,
+                     "device_id 9223372036854775807 or more is out of range");
   for (long long bad : {0LL, -5LL, 133LL, 1LL << 40}) {
     EXPECT_THROWS_THAT(partition_with_at_least(0, bad), std::runtime_error, [&](const std::runtime_error& e) {
       EXPECT_EQ(std::string(e.what()),
@@ -30,6 +35,7 @@ TEST_F(DriverTable, DeviceQueries) {
   EXPECT_EQ(whole.sm_count(), 132u);
   EXPECT_EQ(whole.coscheduled_sm_count(), 8u);
   EXPECT_EQ(whole.min_partition_size(), version() >= 13000 ? 8u : 0u);
+  EXPECT_EQ(whole.split_granularity(), 8u);  // reported from 13.0, the alignment before
   EXPECT_TRUE(whole.splittable());
   EXPECT_TRUE(driver_initialized());
   if (version() >= 13040) {

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
+
+T = TypeVar("T")
 
 # What each kind's JSON holds at its top level (a LayoutProfile's also says its kind).
 KEYS = {
@@ -35,6 +37,14 @@ def _not_a_path(text: Any, what: str) -> ValueError | None:
         return None
     return ValueError(f"{what}.from_json takes JSON text ({what}.to_json writes it), not a path: {found}; "
                       f"read the file first: {what}.from_json(pathlib.Path({path!r}).read_text())")
+
+
+def read_json(text: Any, what: str, build: Callable[[dict[str, Any]], T]) -> T:
+    """``build`` of the top-level object of ``text``, the JSON ``what.to_json`` writes (see
+    json_object); entries it finds missing or of the wrong type are one ValueError."""
+    data = json_object(text, what)
+    with reading(what):
+        return build(data)
 
 
 def json_object(text: str, what: str) -> dict[str, Any]:

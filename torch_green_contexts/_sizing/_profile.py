@@ -9,8 +9,9 @@ import dataclasses
 import json
 from typing import Any
 
+from .._plotting import pyplot, sm_count_panels
 from .._validation import as_finite
-from ._json_input import json_object, reading
+from ._json_input import read_json
 from ._sizing_result import SizingResult, check_percentile
 
 
@@ -96,12 +97,13 @@ class LatencyProfile:
     @classmethod
     def from_json(cls, text: str) -> LatencyProfile:
         """The profile :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
-        data = json_object(text, "LatencyProfile")
-        with reading("LatencyProfile"):
+        def build(data: dict[str, Any]) -> LatencyProfile:
             results = [SizingResult.from_dict(r) for r in data["results"]]
             if len(results) != len(data["params"]):
                 raise ValueError("a profile's JSON needs one result per parameter")
             return cls(tuple(zip(data["params"], results)), data["settings"])
+
+        return read_json(text, "LatencyProfile", build)
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per SM count, one column per parameter, each cell the
@@ -122,15 +124,12 @@ class LatencyProfile:
         """The ``percentile`` latency under load against the SM count, one curve per parameter,
         and the load's rate beside it, as a PNG at ``path`` (needs matplotlib). Returns ``path``."""
         q = check_percentile(percentile)
-        try:
-            import matplotlib
+        with sm_count_panels(path, "LatencyProfile.plot") as (top, bottom):
+            self._draw(top, bottom, q, deadline_us)
+        return path
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as error:
-            raise RuntimeError("LatencyProfile.plot needs matplotlib: pip install matplotlib") from error
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
-        colors = plt.get_cmap("viridis")
+    def _draw(self, top: Any, bottom: Any, q: int, deadline_us: float | None) -> None:
+        colors = pyplot("LatencyProfile.plot").get_cmap("viridis")
         for i, (p, result) in enumerate(self.entries):
             color = colors(i / max(1, len(self.entries) - 1))
             loaded = result.has_load()
@@ -145,22 +144,12 @@ class LatencyProfile:
                             "s-", color=color, label=f"beside p={p:g}")
         if deadline_us is not None:
             top.axhline(deadline_us, color="tab:red", ls="-.", label=f"deadline {deadline_us:g} us")
-        top.set_yscale("log")
         top.set_ylabel(f"p{q} latency of the step (us)")
         top.set_title(f"{self.entries[0][1].device.get('name', 'GPU')}: the step on k SMs, the load on the rest")
         top.legend(fontsize=8, ncol=2)
-        top.grid(True, which="both", alpha=0.3)
         bottom.set_ylabel("load rate / load alone on the whole GPU")
-        bottom.set_xlabel("SMs of the step's partition (k)")
         if bottom.lines:
             bottom.legend(fontsize=8, ncol=2)
-        else:
-            bottom.text(0.5, 0.5, "no load measured", ha="center", va="center", transform=bottom.transAxes)
-        bottom.grid(True, alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
 
 
 def _check_param(p: Any) -> None:

@@ -8,8 +8,9 @@ import dataclasses
 import json
 from typing import Any, Sequence
 
+from .._plotting import sm_count_panels
 from .._validation import as_positive_us
-from ._json_input import json_object, reading
+from ._json_input import read_json
 from ._stats import percentile
 
 PERCENTILES = (50, 90, 99)
@@ -132,9 +133,7 @@ class SizingResult:
     @classmethod
     def from_json(cls, text: str) -> SizingResult:
         """The result :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
-        data = json_object(text, "SizingResult")
-        with reading("SizingResult"):
-            return cls.from_dict(data)
+        return read_json(text, "SizingResult", cls.from_dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SizingResult:
@@ -185,16 +184,13 @@ class SizingResult:
     def plot(self, path: str, *, deadline_us: float | None = None) -> str:
         """Latency of ``fn`` (p50, p99; idle and under load) and the load's rate against the SM
         count, as a PNG at ``path`` (needs matplotlib). Returns ``path``."""
-        try:
-            import matplotlib
+        with sm_count_panels(path, "SizingResult.plot") as (top, bottom):
+            self._draw(top, bottom, deadline_us)
+        return path
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as error:
-            raise RuntimeError("SizingResult.plot needs matplotlib: pip install matplotlib") from error
+    def _draw(self, top: Any, bottom: Any, deadline_us: float | None) -> None:
         rows = sorted(self.rows, key=lambda r: r.sm_count)
         x = [r.sm_count for r in rows]
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
         top.plot(x, [r.idle.p50 for r in rows], "o-", color="tab:blue", label="p50, idle")
         top.plot(x, [r.idle.p99 for r in rows], "o--", color="tab:blue", label="p99, idle")
         loaded = [r for r in rows if r.loaded is not None]
@@ -210,11 +206,9 @@ class SizingResult:
                         label="p99, plain streams, load beside")
         if deadline_us is not None:
             top.axhline(deadline_us, color="tab:green", ls="-.", label=f"deadline {deadline_us:g} us")
-        top.set_yscale("log")
         top.set_ylabel("latency of the step (us)")
         top.set_title(f"{self.device.get('name', 'GPU')}: the step on k SMs, the load on the rest")
         top.legend(fontsize=8)
-        top.grid(True, which="both", alpha=0.3)
         if loaded and self.plain.load_alone_rate:
             alone = self.plain.load_alone_rate
             bottom.plot([r.sm_count for r in loaded], [(r.load_rate or 0) / alone for r in loaded],
@@ -224,14 +218,6 @@ class SizingResult:
                                label="load on a plain stream, beside the step")
             bottom.set_ylabel("load rate / load alone on the whole GPU")
             bottom.legend(fontsize=8)
-        else:
-            bottom.text(0.5, 0.5, "no load measured", ha="center", va="center", transform=bottom.transAxes)
-        bottom.set_xlabel("SMs of the step's partition (k)")
-        bottom.grid(True, alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
 
 
 def _rate(x: float | None) -> str:

@@ -10,7 +10,7 @@ import json
 from typing import Any, Hashable, Iterable
 
 from .._validation import check_decode_point
-from ._json_input import json_object, reading
+from ._json_input import read_json
 from ._sizing_result import Latency, check_percentile
 
 Point = tuple[int, int]  # (decode batch size, total context tokens of the batch)
@@ -144,11 +144,10 @@ class LayoutProfile:
     @classmethod
     def from_json(cls, text: str) -> LayoutProfile:
         """The profile :meth:`to_json` wrote, from that JSON text (a str; not a path)."""
-        data = json_object(text, "LayoutProfile")
-        measured: dict[Hashable, dict[Point, Latency]] = {}
-        layouts: dict[Hashable, tuple[int, int, int]] = {}
-        loaded: dict[Hashable, bool] = {}
-        with reading("LayoutProfile"):
+        def build(data: dict[str, Any]) -> LayoutProfile:
+            measured: dict[Hashable, dict[Point, Latency]] = {}
+            layouts: dict[Hashable, tuple[int, int, int]] = {}
+            loaded: dict[Hashable, bool] = {}
             for entry in data["layouts"]:
                 key = key_of(entry["key"])
                 layouts[key] = tuple(entry["sm_counts"])
@@ -156,6 +155,8 @@ class LayoutProfile:
                 measured[key] = {(p["batch"], p["context_tokens"]): Latency(**p["latency_us"])
                                  for p in entry["points"]}
             return cls(measured, layouts, loaded, data["settings"])
+
+        return read_json(text, "LayoutProfile", build)
 
     def table(self, percentile: int = 99) -> str:
         """A Markdown table: one row per layout, its SM counts and its fitted cost model."""

@@ -8,12 +8,12 @@ import torch
 
 from .._native import _C
 from .._sm_partition import SMPartition
-from .._stream import GreenContextStream
+from .._stream import new_stream
 
 
 def _stream_of(native: _C._GreenContext) -> torch.cuda.Stream:
     """A stream of the context (priority 0); it keeps the context alive."""
-    return GreenContextStream._of(native)
+    return new_stream(native, 0)
 
 
 def streams_on(device: int, partitions: Sequence[SMPartition]) -> list[torch.cuda.Stream]:
