@@ -3,6 +3,7 @@
 // as c10::cuda::CUDAStream.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "../core/cuda_abi.h"
@@ -49,5 +51,12 @@ std::vector<std::shared_ptr<GreenContext>> create_split_contexts(std::optional<l
                                                                  const std::vector<GroupRequest>& requests,
                                                                  const std::optional<WorkqueueConfig>& workqueue,
                                                                  SplitPath path);
+
+// A tensor of `dtype` on CUDA device `ordinal` over the `bytes` bytes at `address`, of `sizes`
+// and `strides` (in elements), which holds `owner` until the tensor and every view of it are
+// freed; ValueError when it would reach past those bytes. Makes no CUDA runtime call.
+at::Tensor tensor_over(abi::CUdeviceptr address, std::size_t bytes, const std::vector<std::int64_t>& sizes,
+                       const std::vector<std::int64_t>& strides, at::ScalarType dtype, int ordinal,
+                       std::shared_ptr<const void> owner);
 
 }  // namespace tgc::torch_bridge

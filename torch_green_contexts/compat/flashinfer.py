@@ -19,6 +19,10 @@ error FlashInfer's callers look for. Beyond FlashInfer's:
   reuse, so calling these in a loop leaks nothing (FlashInfer never destroys its contexts);
 - a resource that is itself a split's output can be split again (through a green context made
   of it, as ``split_resource_by_sm_count`` does in FlashInfer).
+
+On devices with several locality domains (driver 13.4+), ``split_device_green_ctx_by_locality_domain``
+gives a stream per domain and ``empty_per_locality_domain`` memory placed per domain; on other
+drivers they raise :class:`~torch_green_contexts.FeatureUnavailableError`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
 from . import _sm_counts, _streams
+from ._devices import check_cuda_device
+from ._locality_domains import empty_per_locality_domain, split_device_green_ctx_by_locality_domain
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
 
 __all__ = [
@@ -40,11 +46,13 @@ __all__ = [
     "CUdevResource",
     "CUdevSmResource",
     "create_green_ctx_streams",
+    "empty_per_locality_domain",
     "get_compute_capability",
     "get_cudevice",
     "get_device_resource",
     "get_sm_count_constraint",
     "split_device_green_ctx",
+    "split_device_green_ctx_by_locality_domain",
     "split_device_green_ctx_by_sm_count",
     "split_resource",
     "split_resource_by_sm_count",
@@ -74,7 +82,7 @@ def get_sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
 def get_cudevice(dev: torch.device) -> CUdevice:
     """The CUDA device of a CUDA ``torch.device`` (index ``None``: the current device), checked
     against the devices the driver sees (RuntimeError when out of range)."""
-    _check_cuda_device(dev)
+    check_cuda_device(dev)
     return CUdevice(_device.resolve_device(dev.index))
 
 
@@ -176,7 +184,7 @@ def split_device_green_ctx(
     >>> [r.sm.smCount for r in resources]      # an H200
     [16, 16, 100]
     """
-    _check_cuda_device(dev)  # the arguments first: their checks need no device
+    check_cuda_device(dev)  # the arguments first: their checks need no device
     _validation.as_int_at_least("num_groups", num_groups, 1)
     _validation.as_int_at_least("min_count", min_count, 0)
     cu_dev = get_cudevice(dev)
@@ -200,7 +208,7 @@ def split_device_green_ctx_by_sm_count(
     >>> [r.sm.smCount for r in resources]      # an H200
     [8, 16, 24, 84]
     """
-    _check_cuda_device(dev)  # the arguments first: their checks need no device
+    check_cuda_device(dev)  # the arguments first: their checks need no device
     counts = _validation.as_sequence("sm_counts", sm_counts, "a list")
     for count in counts:
         if _validation.as_count("sm_counts entries", count) <= 0:
@@ -214,14 +222,6 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
-
-
-def _check_cuda_device(dev: Any) -> None:
-    """That ``dev`` is a CUDA ``torch.device`` (its index is checked against the driver later)."""
-    if not isinstance(dev, torch.device):
-        raise TypeError(f"dev must be a torch.device, got {type(dev).__name__}")
-    if dev.type != "cuda":
-        raise ValueError(f"dev must be a CUDA device, got {dev}")
 
 
 def _device_of(cu_dev: Any) -> int:
