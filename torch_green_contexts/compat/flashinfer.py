@@ -37,7 +37,7 @@ from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
 from . import _sm_counts, _streams
-from ._devices import check_cuda_device
+from ._devices import check_cuda_device as _check_cuda_device
 from ._locality_domains import empty_per_locality_domain, split_device_green_ctx_by_locality_domain
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
 
@@ -82,7 +82,7 @@ def get_sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
 def get_cudevice(dev: torch.device) -> CUdevice:
     """The CUDA device of a CUDA ``torch.device`` (index ``None``: the current device), checked
     against the devices the driver sees (RuntimeError when out of range)."""
-    check_cuda_device(dev)
+    _check_cuda_device(dev)
     return CUdevice(_device.resolve_device(dev.index))
 
 
@@ -184,7 +184,7 @@ def split_device_green_ctx(
     >>> [r.sm.smCount for r in resources]      # an H200
     [16, 16, 100]
     """
-    check_cuda_device(dev)  # the arguments first: their checks need no device
+    _check_cuda_device(dev)  # the arguments first: their checks need no device
     _validation.as_int_at_least("num_groups", num_groups, 1)
     _validation.as_int_at_least("min_count", min_count, 0)
     cu_dev = get_cudevice(dev)
@@ -208,7 +208,7 @@ def split_device_green_ctx_by_sm_count(
     >>> [r.sm.smCount for r in resources]      # an H200
     [8, 16, 24, 84]
     """
-    check_cuda_device(dev)  # the arguments first: their checks need no device
+    _check_cuda_device(dev)  # the arguments first: their checks need no device
     counts = _validation.as_sequence("sm_counts", sm_counts, "a list")
     for count in counts:
         if _validation.as_count("sm_counts entries", count) <= 0:
