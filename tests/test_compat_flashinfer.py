@@ -30,11 +30,29 @@ FLASHINFER = [
 ]
 
 
+# Its locality-domain functions, as FlashInfer documents them: (name, parameters with defaults,
+# return annotation).
+FLASHINFER_LOCALITY = [
+    ("split_device_green_ctx_by_locality_domain", [("dev", EMPTY), ("backfill", True)],
+     "tuple[list[torch.cuda.Stream], list[CUdevResource]]"),
+    ("empty_per_locality_domain", [("part_shape", EMPTY), ("dtype", EMPTY), ("dev", EMPTY)], "torch.Tensor"),
+]
+
+
 @pytest.mark.parametrize("name, parameters", FLASHINFER, ids=[n for n, _ in FLASHINFER])
 def test_signatures_are_flashinfers(name, parameters):
     function = getattr(green_ctx, name)
     got = [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
     assert got == [(p, POS, EMPTY) for p in parameters]
+    assert function.__doc__ and name in green_ctx.__all__
+
+
+@pytest.mark.parametrize("name, parameters, returns", FLASHINFER_LOCALITY, ids=[n for n, _, _ in FLASHINFER_LOCALITY])
+def test_locality_domain_signatures_are_flashinfers(name, parameters, returns):
+    function = getattr(green_ctx, name)
+    got = [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+    assert got == [(p, POS, default) for p, default in parameters]
+    assert inspect.signature(function).return_annotation == returns
     assert function.__doc__ and name in green_ctx.__all__
 
 
@@ -81,6 +99,39 @@ def test_arguments_checked_before_the_driver_is_asked():
         green_ctx.split_device_green_ctx(torch.device("cpu"), 2, 16)
 
 
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: green_ctx.split_device_green_ctx_by_locality_domain("cuda:0"), TypeError,
+     "^dev must be a torch.device, got str$"),
+    (lambda: green_ctx.split_device_green_ctx_by_locality_domain(torch.device("cpu")), ValueError,
+     "^dev must be a CUDA device, got cpu$"),
+    (lambda: green_ctx.split_device_green_ctx_by_locality_domain(torch.device("cuda:0"), backfill="yes"), TypeError,
+     "^backfill must be a bool, got str$"),
+    (lambda: green_ctx.split_device_green_ctx_by_locality_domain(torch.device("cuda:0"), backfill=1), TypeError,
+     "^backfill must be a bool, got int$"),
+    (lambda: green_ctx.empty_per_locality_domain((4, 8), torch.float32, "cuda:0"), TypeError,
+     "^dev must be a torch.device, got str$"),
+    (lambda: green_ctx.empty_per_locality_domain((4, 8), torch.float32, torch.device("cpu")), ValueError,
+     "^dev must be a CUDA device, got cpu$"),
+    (lambda: green_ctx.empty_per_locality_domain((4, 8), "float32", torch.device("cuda:0")), TypeError,
+     r"^dtype must be a torch.dtype, got str \('float32'\)$"),
+    (lambda: green_ctx.empty_per_locality_domain(8, torch.float32, torch.device("cuda:0")), TypeError,
+     "^part_shape must be a tuple of ints, got int$"),
+    (lambda: green_ctx.empty_per_locality_domain("8", torch.float32, torch.device("cuda:0")), TypeError,
+     "^part_shape must be a tuple of ints, got str$"),
+    (lambda: green_ctx.empty_per_locality_domain((4, 2.0), torch.float32, torch.device("cuda:0")), TypeError,
+     "^part_shape entries must be an int, got float"),
+    (lambda: green_ctx.empty_per_locality_domain((4, -1), torch.float32, torch.device("cuda:0")), ValueError,
+     "^part_shape entries must be 0 or more, got -1$"),
+    (lambda: green_ctx.empty_per_locality_domain((2**40, 2**40), torch.float32, torch.device("cuda:0")), ValueError,
+     r"^part_shape \(1099511627776, 1099511627776\) of torch.float32 is 4835703278458516698824704 bytes, more "
+     "than one address range holds$"),
+], ids=["dev str", "dev cpu", "backfill str", "backfill int", "memory dev str", "memory dev cpu", "dtype str",
+        "shape int", "shape str", "shape float", "shape negative", "shape huge"])
+def test_locality_domain_arguments_are_checked_before_the_driver_is_asked(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
 def test_cudevice_is_an_int_like_handle():
     cu_dev = green_ctx.CUdevice(1)
     assert int(cu_dev) == 1 and [10, 11][cu_dev] == 11
@@ -112,5 +163,54 @@ def test_another_architecture_and_two_devices():
         print("ok")
         """,
         13000, TGC_SIM_CC_MAJOR="8", TGC_SIM_SM_COUNT="108", TGC_SIM_DEVICE_COUNT="2",
+    )
+    assert out.strip() == "ok"
+
+
+# tests/sim/test_compat_locality.py: the locality-domain functions on the default two domains.
+# One domain or four need a process of their own.
+@needs_sim
+@pytest.mark.parametrize("domains, sms", [(1, 132), (4, 128), (4, 132)])
+def test_locality_domain_functions_on_one_domain_and_on_four(domains, sms):
+    out = run_on_sim(
+        f"""
+        import torch
+        from tests.sim.stand_ins import stream_of
+        from torch_green_contexts.compat import _streams
+        _streams._stream_of = stream_of  # streams stand in for torch.cuda.Streams
+        import torch_green_contexts.compat.flashinfer as green_ctx
+
+        DEV = torch.device("cuda:0")
+        if {domains} == 1:
+            for call, name in ((lambda: green_ctx.split_device_green_ctx_by_locality_domain(DEV),
+                                "split_device_green_ctx_by_locality_domain"),
+                               (lambda: green_ctx.empty_per_locality_domain((8,), torch.float32, DEV),
+                                "empty_per_locality_domain")):
+                error = raised(call)
+                assert type(error) is RuntimeError, repr(error)
+                assert str(error) == name + " needs a device with at least two locality domains; device 0 has 1"
+        elif {sms} == 128:
+            streams, resources = green_ctx.split_device_green_ctx_by_locality_domain(DEV)
+            assert [r.sm.smCount for r in resources] == [32] * 4
+            assert [r.sm_partition.locality_domain_id for r in resources] == [0, 1, 2, 3]
+            memory = green_ctx.empty_per_locality_domain((8,), torch.int64, DEV)
+            assert memory.shape == (4, 8) and memory.stride() == (2 << 20 >> 3, 1)
+            start = memory.data_ptr()
+            assert [mapping_at(start + i * (2 << 20))[0] for i in range(4)] == [0, 1, 2, 3]
+            del memory, streams, resources
+        else:  # 132 // 4 = 33 SMs each: an odd count, which the driver does not give
+            error = raised(lambda: green_ctx.split_device_green_ctx_by_locality_domain(DEV))
+            assert type(error) is RuntimeError and str(error).startswith(
+                "Insufficient SMs: one group per locality domain of device 0 (backfilled to 33 SMs each) cannot "
+                "be made of its 132 SMs ("), error
+            assert "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION" in str(error)
+            streams, resources = green_ctx.split_device_green_ctx_by_locality_domain(DEV, backfill=False)
+            assert [r.sm_partition.locality_domain_id for r in resources] == [0, 1, 2, 3]
+            assert [r.sm.smCount for r in resources] == [32, 32, 32, 24]  # each domain's own, in 8s
+            del streams, resources
+        assert_nothing_in_use()
+        print("ok")
+        """,
+        13040, TGC_SIM_LOCALITY_DOMAINS=str(domains), TGC_SIM_SM_COUNT=str(sms),
     )
     assert out.strip() == "ok"

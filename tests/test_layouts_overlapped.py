@@ -75,8 +75,11 @@ def test_switching_between_disjoint_and_overlapped_layouts_orders_both_ways(made
     layouts.switch(16)
     assert layouts.switch((16, 64)) is layouts.active
     assert made["fences"] == [("per_role", 16, (16, 64)), ("full", (16, 64), 16), ("full", 16, (16, 64))]
-    with pytest.raises(KeyError, match=r"no overlapped layout \(8, 8\)"):
+    with pytest.raises(ValueError, match=r"no overlapped layout \(8, 8\)"):
         layouts.switch((8, 8))
+    with pytest.raises(ValueError, match=r"^no layout of 24 latency SMs; have \[16, \(16, 64\)\]$"):
+        layouts[24]
+    assert layouts[[16, 64]] is layouts[(16, 64)] and layouts.active is layouts[(16, 64)]
 
 
 @pytest.mark.parametrize("pairs, error, match", [

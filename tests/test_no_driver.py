@@ -29,6 +29,8 @@ pytestmark = pytest.mark.skipif(
         lambda: SMPartition.from_device(0),
         lambda: tgc.driver_version(),
         lambda: tgc.sm_count(),
+        lambda: tgc.observed_sm_ids(),
+        lambda: tgc.observed_sm_ids(None),
     ],
 )
 def test_no_driver_is_a_clear_runtime_error(call):

@@ -100,6 +100,9 @@ def test_corrections_propagate_a_change_and_forget_a_steady_bias():
         c.observe("c", 2.0)
     assert c.factor("c") == 2.0
     assert c.factor("a") < 1.05 and c.factor("b") < 1.05
-    c.observe("b", float("nan"))
-    c.observe("b", -1.0)
-    assert c.observed()["b"] == 0, "no finite positive ratio, nothing taken"
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="finite number of 0 or more"):
+            c.observe("b", bad)
+    assert c.observed()["b"] == 0, "a refused ratio is not taken"
+    c.observe("b", 0.0)
+    assert c.observed()["b"] == 1 and c.factor("b") >= 1.0, "a step of no time is taken"

@@ -21,6 +21,8 @@ def test_signature():
 def test_anything_but_a_stream_is_a_type_error(stream):
     with pytest.raises(TypeError, match="stream must be a torch.cuda.Stream or None"):
         tgc.sm_count(stream)
+    with pytest.raises(TypeError, match="stream must be a torch.cuda.Stream or None"):
+        tgc.observed_sm_ids(stream)  # checked before the driver is looked for
 
 
 # tests/sim/test_sm_count.py: the native query. A driver without green contexts, or hiding the

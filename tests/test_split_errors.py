@@ -12,7 +12,8 @@ from tests._sim import needs_sim, run_on_sim
 
 @needs_sim
 @pytest.mark.parametrize("value, ok", [("abc", False), ("-1", False), ("4k", False), (" 5", False), ("5", True),
-                                       ("0", True), ("", True)])
+                                       ("0", True), ("", True), ("99999999999999999999", False),
+                                       ("18446744073709551615", True)])
 def test_the_idle_limit_variable_is_refused_unless_a_whole_number(value, ok):
     out = run_on_sim(
         f"""

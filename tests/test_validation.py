@@ -179,8 +179,11 @@ def test_the_shared_int_and_number_checks():
     with pytest.raises(TypeError, match="^flag must be a bool, got int$"):
         v.as_bool("flag", 1)
     assert v.as_finite("x", 3) == 3.0
-    for bad in (math.inf, math.nan, True, "1", None):
+    for bad in (True, "1", None):
         with pytest.raises(TypeError, match="^x must be a finite number, got "):
+            v.as_finite("x", bad)
+    for bad in (math.inf, -math.inf, math.nan):  # a number of the wrong value: one type
+        with pytest.raises(ValueError, match="^x must be a finite number, got "):
             v.as_finite("x", bad)
     assert v.as_number_in("share", 0.5, below=1.0) == 0.5
     with pytest.raises(ValueError, match=r"^share must be at least 0 and below 1 \(a share\), got 1$"):

@@ -9,6 +9,8 @@ from 12.4, without cuda-python, with disjoint splits on every driver.
 
 from __future__ import annotations
 
+import warnings
+
 from . import _validation
 from ._available import is_available
 from ._errors import DriverError, FeatureUnavailableError, SplitError
@@ -29,6 +31,22 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 _MOST_IDLE = (1 << 64) - 1  # the core keeps the limit as a 64-bit count
+
+
+def _warn_of_a_bad_idle_limit() -> None:
+    """At import, a RuntimeWarning when ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT`` is set to anything
+    but a whole number the core takes. Import itself does not fail (code may import the package
+    only to ask :func:`is_available`, and ``python -m torch_green_contexts`` must run to report
+    it); making a green context raises the same ValueError until the variable is fixed, so a
+    mistyped limit is never replaced by the default without a word."""
+    try:
+        _C.check_idle_limit_env()
+    except ValueError as error:
+        warnings.warn(f"{error}. Making a green context raises this ValueError until the variable is "
+                      f"fixed or unset.", RuntimeWarning, stacklevel=2)
+
+
+_warn_of_a_bad_idle_limit()
 
 
 def driver_version() -> int:
@@ -59,7 +77,8 @@ def release_idle_contexts() -> None:
 def set_idle_context_limit(limit: int) -> int:
     """Keep at most ``limit`` idle green contexts for reuse (0: destroy contexts when they are
     dropped); returns the previous limit. The default is 16, or the value of the environment
-    variable ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT``."""
+    variable ``TORCH_GREEN_CONTEXTS_IDLE_LIMIT`` (a whole number; any other value warns at import
+    and makes every new context a ValueError)."""
     limit = _validation.as_int_at_least("limit", limit, 0)
     if limit > _MOST_IDLE:
         raise RuntimeError(f"limit must be between 0 and {_MOST_IDLE} idle green contexts, got {limit}")

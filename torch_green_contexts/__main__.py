@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                  "CUDA_VISIBLE_DEVICES"):
         if os.environ.get(name):
             print(f"  {name}={os.environ[name]}")
+    problems = _setting_problems()
+    for problem in problems:
+        print(f"  PROBLEM: {problem}")
     installed = _C.installed_driver_version()
     if installed == 0:
         print("CUDA driver: none found (libcuda.so.1 cannot be loaded): nothing to partition here.")
@@ -94,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.no_demo:
         return 0
+    if problems:
+        print("No live demo: fix the settings flagged above first (every split would fail).")
+        return 0
     if not torch.cuda.is_available():
         print("PyTorch sees no CUDA device: no live demo.")
         return 0
@@ -120,6 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  SMs shared by the two partitions: {len(seen[0] & seen[1])}")
     print(f"  plain stream: probe ran on {len(observed_sm_ids(torch.cuda.current_stream(device)))} SMs")
     return 0
+
+
+def _setting_problems() -> list[str]:
+    """What is wrong with the package's environment variables: each one that makes every new
+    green context (or split) a ValueError, with that error's message."""
+    problems = []
+    for check, what in ((_C.check_idle_limit_env, "every new green context"), (_sm_partition.split_path, "every split")):
+        try:
+            check()
+        except ValueError as error:
+            problems.append(f"{error}; {what} raises this ValueError")
+    return problems
 
 
 def _ranges(ids: list[int]) -> str:

@@ -16,11 +16,13 @@ def observed_sm_ids(stream: torch.cuda.Stream | None = None) -> list[int]:
     The probe launches four blocks per SM of the device, each recording its SM id (``%smid``)
     and staying busy for a few microseconds, so the blocks spread over every SM the stream
     can use. ``None`` probes PyTorch's current stream. Blocks until the probe has finished.
+    Without a usable CUDA driver, the RuntimeError says so (as every call of the package does).
     """
+    if stream is not None and not isinstance(stream, torch.cuda.Stream):
+        raise TypeError(f"stream must be a torch.cuda.Stream or None, got {type(stream).__name__}")
+    _C.device_count()  # no usable driver: the package's error, before PyTorch's
     if stream is None:
         stream = torch.cuda.current_stream()
-    if not isinstance(stream, torch.cuda.Stream):
-        raise TypeError(f"stream must be a torch.cuda.Stream, got {type(stream).__name__}")
     device = stream.device_index
     blocks = 4 * _C.device_sm_count(device)
     with torch.cuda.stream(stream):

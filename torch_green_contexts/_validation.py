@@ -94,15 +94,17 @@ def is_number(value: Any) -> bool:
 
 
 def as_finite(name: str, value: Any, what: str = "a finite number") -> float:
-    """A finite real number (bool excluded) as a float; TypeError otherwise, saying ``name``
-    must be ``what``."""
-    if not is_number(value) or not math.isfinite(value):
-        raise TypeError(f"{name} must be {what}, got {value!r}")
+    """A finite real number (bool excluded) as a float: TypeError for anything but a real
+    number, ValueError for NaN or an infinity; either says ``name`` must be ``what``."""
+    if not is_number(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
     return float(value)
 
 
 def as_number_in(name: str, value: Any, *, low: float = 0.0, below: float = math.inf, meaning: str = "") -> float:
-    """A finite number (TypeError otherwise) of at least ``low`` and below ``below`` (ValueError
+    """A finite number (as :func:`as_finite`) of at least ``low`` and below ``below`` (ValueError
     otherwise, followed by ``meaning``), as a float."""
     number = as_finite(name, value)
     if not low <= number < below:

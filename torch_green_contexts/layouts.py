@@ -156,11 +156,12 @@ class Layouts:
         return None if self._active is None else self._layouts[self._active]
 
     def __getitem__(self, key: _layout_build.LayoutKey) -> Layout:
-        """The layout of ``key`` (see :attr:`keys`), without ordering anything (see :meth:`switch`)."""
-        try:
-            return self._layouts[_as_key(key)]
-        except KeyError:
-            raise KeyError(f"{_no_layout(key)}; have {list(self._layouts)}") from None
+        """The layout of ``key`` (see :attr:`keys`), without ordering anything (see :meth:`switch`);
+        ValueError for a key that has no layout here."""
+        layout = self._layouts.get(_as_key(key))
+        if layout is None:
+            raise ValueError(f"{_no_layout(key)}; have {list(self._layouts)}")
+        return layout
 
     def __iter__(self) -> Iterator[Layout]:
         return iter(self._layouts.values())
@@ -178,7 +179,7 @@ class Layouts:
         key = _as_key(key)
         fence = self._fences.get(key)
         if fence is None:
-            raise KeyError(f"{_no_layout(key)}; have {list(self._layouts)}")
+            raise ValueError(f"{_no_layout(key)}; have {list(self._layouts)}")
         previous = self._active
         if previous != key:
             if previous is not None:

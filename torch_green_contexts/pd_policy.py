@@ -68,7 +68,7 @@ class PrefillDecodePolicy:
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
                               ("keys", "__getitem__", "switch"))
-        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", _validation.as_finite("tpot_slo_us", tpot_slo_us))
+        self.tpot_slo_us = _validation.as_positive_us("tpot_slo_us", tpot_slo_us)
         self.headroom = _validation.as_number_in("headroom", headroom, below=1.0)
         self.slack_share = _validation.as_number_in("slack_share", slack_share, below=1.0 + 1e-12)
         self._hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0)
@@ -159,26 +159,35 @@ class PrefillDecodePolicy:
         return fastest
 
     def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
-        """The corrected latency estimate (us) of a decode step on layout ``key``."""
+        """The corrected latency estimate (us) of a decode step on layout ``key`` (ValueError for
+        a key that has no layout here)."""
         _validation.check_decode_point(batch, context_tokens)
-        return self._estimate(key, batch, context_tokens)
+        return self._estimate(self._layout_key(key), batch, context_tokens)
 
     def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float) -> float:
         return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
 
     def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
         """Take one measured decode step into the corrections (:meth:`update` feeds the timings
-        it reads; a server may feed its own)."""
-        if key not in self._layouts:
-            raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
+        it reads; a server may feed its own). ValueError for a key that has no layout here, and
+        for ``batch``, ``context_tokens`` or ``latency_us`` that is not a finite number of 0 or
+        more (TypeError for a non-number)."""
+        key = self._layout_key(key)
+        _validation.check_decode_point(batch, context_tokens)
+        _validation.check_non_negative("latency_us", latency_us, "the measured latency in microseconds")
         figure = self._costs[key].at(batch, context_tokens)
         if figure > 0:
             self._corrections.observe(key, latency_us / figure)
 
     def correction(self, key: _layout_build.LayoutKey) -> float:
+        """The factor (1 or more) the cost model of layout ``key`` is multiplied by now;
+        ValueError for a key that has no layout here."""
+        return self._corrections.factor(self._layout_key(key))
+
+    def _layout_key(self, key: _layout_build.LayoutKey) -> _layout_build.LayoutKey:
         if key not in self._layouts:
-            raise KeyError(f"no layout {key!r} to correct; have {list(self._layouts)}")
-        return self._corrections.factor(key)
+            raise ValueError(f"no layout {key!r} to correct; have {list(self._layouts)}")
+        return key
 
     def stats(self) -> dict[str, Any]:
         """Steps taken, steps per layout, timings read per layout, and the corrections now."""

@@ -72,7 +72,7 @@ class SplitPolicy:
             raise TypeError(f"profile must be a LatencyProfile (sizing.profile), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
                               ("counts", "__getitem__", "switch"))
-        slo_us = _validation.as_positive_us("slo_us", _validation.as_finite("slo_us", slo_us))
+        slo_us = _validation.as_positive_us("slo_us", slo_us)
         headroom = _validation.as_number_in("headroom", headroom, below=1.0, meaning=" (a share of the SLO)")
         hysteresis = _validation.as_number_in("hysteresis", hysteresis, below=1.0, meaning=" (a share of the bound)")
         half_life_steps = _validation.as_int_at_least("half_life_steps", half_life_steps, 1)
@@ -112,12 +112,13 @@ class SplitPolicy:
         host time; never waits for the GPU. The other figures of
         :meth:`~torch_green_contexts.step_policy.StepPolicy.step` are not modelled and are
         ignored."""
+        _check_p(p)
         self._steps += 1
         steps = self._steps
         self._corrections.tick()
         if self._timer.pending and steps % self._read_every == 0:
             self.update()
-        k = self._current = self.choose(p)
+        k = self._current = self._choose(p)
         layout: Layout = self.layouts.switch(k, ordering=self._ordering)
         self._chosen[k] += 1
         self._timer.begin(k, p, layout.latency_stream, steps, timed=k > 0)
@@ -140,6 +141,10 @@ class SplitPolicy:
 
     def choose(self, p: float) -> int:
         """The latency SM count :meth:`step` picks for ``p`` now, without switching."""
+        _check_p(p)
+        return self._choose(p)
+
+    def _choose(self, p: float) -> int:
         if p == 0 and self._has_zero:
             return 0
         current = self._current
@@ -153,23 +158,36 @@ class SplitPolicy:
     def estimate(self, p: float, sm_count: int) -> float | None:
         """The corrected latency estimate (us) of a step of ``p`` on ``sm_count`` SMs; None where
         the profile has no figure (``p`` above every measured parameter)."""
+        _check_p(p)
+        factor = self.correction(sm_count)
         base = self._profiled(p, sm_count, self._percentile)
-        return None if base is None else base * self.correction(sm_count)
+        return None if base is None else base * factor
 
     def correction(self, sm_count: int) -> float:
-        """The factor (1 or more) the profile's figure for ``sm_count`` SMs is multiplied by now."""
-        if sm_count not in self._candidates:
-            raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
-        return self._corrections.factor(sm_count)
+        """The factor (1 or more) the profile's figure for ``sm_count`` SMs is multiplied by now;
+        ValueError for a count that has no layout here."""
+        return self._corrections.factor(self._candidate(sm_count))
 
     def observe(self, sm_count: int, p: float, latency_us: float) -> None:
         """Take one measured latency of a step of ``p`` on ``sm_count`` SMs into the corrections
-        (:meth:`update` calls it with the timings it reads; a server may feed its own)."""
-        if sm_count not in self._candidates:
-            raise KeyError(f"no layout of {sm_count!r} latency SMs to correct; have {self._candidates}")
-        figure = self._profiled(p, sm_count, self._percentile)
+        (:meth:`update` calls it with the timings it reads; a server may feed its own).
+
+        ``latency_us`` must be a finite number of 0 or more (ValueError otherwise, TypeError
+        for a non-number). A step whose ``p`` is above every measured parameter has no profile
+        figure to compare against and leaves the corrections as they are."""
+        k = self._candidate(sm_count)
+        _check_p(p)
+        _validation.check_non_negative("latency_us", latency_us, "the measured latency in microseconds")
+        figure = self._profiled(p, k, self._percentile)
         if figure is not None and figure > 0:
-            self._corrections.observe(sm_count, latency_us / figure)
+            self._corrections.observe(k, latency_us / figure)
+
+    def _candidate(self, sm_count: int) -> int:
+        """``sm_count`` checked: an int (TypeError) that has a layout here (ValueError)."""
+        k = _validation.as_count("sm_count", sm_count)
+        if k not in self._candidates:
+            raise ValueError(f"no layout of {k} latency SMs to correct; have {self._candidates}")
+        return k
 
     def stats(self) -> dict[str, Any]:
         """Steps taken, steps per layout, timings read per SM count, and the corrections now."""
@@ -186,3 +204,8 @@ class SplitPolicy:
     def __repr__(self) -> str:
         return (f"SplitPolicy(slo_us={self.slo_us:g}, percentile={self._percentile}, layouts={self.layouts.counts}, "
                 f"ordering={self._ordering!r})")
+
+
+def _check_p(p: Any) -> None:
+    """A step's parameter: a finite number of 0 or more (cheap for an int or a float)."""
+    _validation.check_non_negative("p", p, "the step's parameter, a size such as the decode batch size")

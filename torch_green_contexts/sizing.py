@@ -144,7 +144,7 @@ def profile(
     """A latency profile over a workload parameter: what :func:`measure` measures, for the
     step ``make_step(p)`` of each ``p`` in ``params`` (say a decode step per batch-size bucket).
 
-    ``params`` are numbers (sorted ascending in the result); ``make_step(p)`` returns the
+    ``params`` are sizes, finite numbers of 0 or more (sorted ascending in the result); ``make_step(p)`` returns the
     zero-argument callable that launches the step for ``p`` on the current stream. The green
     contexts of every count are made once and shared by all parameters; each parameter gets
     its own plain-stream references, in the same run. The other arguments are those of
@@ -176,7 +176,7 @@ def _check_params(params: Any) -> list[Any]:
     if not chosen:
         raise ValueError("params must name at least one parameter")
     for p in chosen:
-        _validation.as_finite("params", p, "finite numbers (ints or floats)")
+        _validation.check_non_negative("params", p, "each a size such as a decode batch size")
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"params has repeated values: {chosen}")
     return sorted(chosen)

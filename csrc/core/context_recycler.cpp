@@ -3,9 +3,11 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,12 +19,14 @@ namespace tgc {
 namespace {
 constexpr std::size_t kDefaultIdleLimit = 16;
 
-// The variable's value as a limit; nullopt when it is not a whole number 0 or more.
+// The variable's value as a limit; nullopt when it is not a whole number from 0 to the largest
+// size_t (strtoull saturates a larger one, flagging ERANGE).
 std::optional<std::size_t> parse_limit(const char* text) {
   if (text[0] < '0' || text[0] > '9') return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0') return std::nullopt;
+  if (*end != '\0' || errno == ERANGE || value > std::numeric_limits<std::size_t>::max()) return std::nullopt;
   return static_cast<std::size_t>(value);
 }
 
@@ -37,8 +41,9 @@ void check_idle_limit_env() {
   const char* text = std::getenv(idle_limit_env());
   if (text == nullptr || text[0] == '\0' || parse_limit(text)) return;
   throw ValueError(std::string(idle_limit_env()) + "='" + text +
-                   "' is not a number of idle green contexts to keep: give a whole number, 0 or more "
-                   "(0 destroys contexts as they are dropped; unset, " + std::to_string(kDefaultIdleLimit) +
+                   "' is not a number of idle green contexts to keep: give a whole number from 0 to " +
+                   std::to_string(std::numeric_limits<std::size_t>::max()) +
+                   " (0 destroys contexts as they are dropped; unset, " + std::to_string(kDefaultIdleLimit) +
                    " are kept)");
 }
 

@@ -137,6 +137,49 @@ static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource union offset");
 static_assert(offsetof(CUdevResource, nextResource) == 136, "CUdevResource nextResource offset");
 static_assert(sizeof(CU_DEV_SM_RESOURCE_GROUP_PARAMS) == 64, "group params are 64 bytes");
 
+// Virtual memory management (cuMemCreate and the calls around it; every 12.x driver has them).
+// Placing memory in a locality domain is 13.4's: a location type and the `localized` member.
+using CUmemGenericAllocationHandle = std::uint64_t;
+constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 0x1;
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 0x1;
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN = 0x6;  // 13.4
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3;
+constexpr int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0;
+constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+
+struct CUmemLocation {
+  int type;  // CUmemLocationType
+  union {
+    int id;  // a device ordinal, for CU_MEM_LOCATION_TYPE_DEVICE
+    struct {
+      unsigned char deviceId;
+      unsigned char localityDomainId;
+    } localized;  // 13.4, for CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN
+  };
+};
+
+struct CUmemAllocationProp {
+  int type;                  // CUmemAllocationType
+  int requestedHandleTypes;  // CUmemAllocationHandleType
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CUmemAccess_flags
+};
+
+static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation layout");
+static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp layout");
+static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
+
 // A CUdevResource as every driver version expects to be handed one: all bytes zero (fields
 // an older driver does not write keep that value; see CUdevResource above).
 inline CUdevResource zeroed_resource() noexcept {

@@ -8,6 +8,7 @@
 // through call<entry::name>(...), which checks the result and names the call once.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "cuda_abi.h"
@@ -28,6 +29,9 @@ namespace tgc {
   X(cuDeviceGetCount, 12000, 12000, abi::CUresult, (int*))                                       \
   X(cuDeviceGetAttribute, 12000, 12000, abi::CUresult, (int*, int, abi::CUdevice))               \
   X(cuDevicePrimaryCtxGetState, 12000, 12000, abi::CUresult, (abi::CUdevice, unsigned*, int*))   \
+  X(cuDevicePrimaryCtxRetain, 12000, 12000, abi::CUresult, (abi::CUcontext*, abi::CUdevice))      \
+  X(cuDevicePrimaryCtxRelease, 12000, 12000, abi::CUresult, (abi::CUdevice))                      \
+  X(cuCtxSynchronize, 12000, 12000, abi::CUresult, ())                                            \
   X(cuCtxGetCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext*))                             \
   X(cuCtxPushCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext))                             \
   X(cuCtxPopCurrent, 12000, 12000, abi::CUresult, (abi::CUcontext*))                             \
@@ -48,6 +52,21 @@ namespace tgc {
   X(cuLaunchKernel, 12000, 12000, abi::CUresult,                                                 \
     (abi::CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
      abi::CUstream, void**, void**))                                                             \
+  X(cuMemGetAllocationGranularity, 12000, 12000, abi::CUresult,                                  \
+    (std::size_t*, const abi::CUmemAllocationProp*, int))                                        \
+  X(cuMemAddressReserve, 12000, 12000, abi::CUresult,                                            \
+    (abi::CUdeviceptr*, std::size_t, std::size_t, abi::CUdeviceptr, unsigned long long))         \
+  X(cuMemAddressFree, 12000, 12000, abi::CUresult, (abi::CUdeviceptr, std::size_t))              \
+  X(cuMemCreate, 12000, 12000, abi::CUresult,                                                    \
+    (abi::CUmemGenericAllocationHandle*, std::size_t, const abi::CUmemAllocationProp*,           \
+     unsigned long long))                                                                        \
+  X(cuMemRelease, 12000, 12000, abi::CUresult, (abi::CUmemGenericAllocationHandle))              \
+  X(cuMemMap, 12000, 12000, abi::CUresult,                                                       \
+    (abi::CUdeviceptr, std::size_t, std::size_t, abi::CUmemGenericAllocationHandle,              \
+     unsigned long long))                                                                        \
+  X(cuMemUnmap, 12000, 12000, abi::CUresult, (abi::CUdeviceptr, std::size_t))                    \
+  X(cuMemSetAccess, 12000, 12000, abi::CUresult,                                                 \
+    (abi::CUdeviceptr, std::size_t, const abi::CUmemAccessDesc*, std::size_t))                   \
   X(cuDeviceGetDevResource, 12040, 13040, abi::CUresult,                                         \
     (abi::CUdevice, abi::CUdevResource*, abi::CUdevResourceType))                                \
   X(cuGreenCtxGetDevResource, 12040, 13040, abi::CUresult,                                       \

@@ -23,6 +23,7 @@ void bind_partitions(py::module_& m);
 void bind_contexts(py::module_& m);
 void bind_streams(py::module_& m);
 void bind_driver(py::module_& m);
+void bind_memory(py::module_& m);
 
 // GreenContext.Stream(): a pooled stream of the context `context` (a _GreenContext) as the
 // shim's stream class, holding the context (streams.cpp).

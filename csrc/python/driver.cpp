@@ -65,6 +65,8 @@ void bind_driver(py::module_& m) {
   m.def("idle_context_limit", &idle_context_limit);
   m.def("set_idle_context_limit", &set_idle_context_limit, py::arg("limit"), py::call_guard<py::gil_scoped_release>());
   m.attr("IDLE_LIMIT_ENV") = idle_limit_env();
+  m.def("check_idle_limit_env", &check_idle_limit_env,
+        "ValueError when IDLE_LIMIT_ENV is set to anything but a whole number a size_t holds.");
 }
 
 }  // namespace tgc::python

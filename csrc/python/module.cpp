@@ -7,4 +7,5 @@ PYBIND11_MODULE(_C, m) {
   tgc::python::bind_contexts(m);
   tgc::python::bind_streams(m);
   tgc::python::bind_driver(m);
+  tgc::python::bind_memory(m);
 }

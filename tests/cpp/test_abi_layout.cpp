@@ -47,6 +47,26 @@ static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
 static_assert(ours::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
                   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "attr");
 static_assert(ours::CUDA_ERROR_NOT_INITIALIZED == CUDA_ERROR_NOT_INITIALIZED, "not initialized");
+static_assert(ours::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "900");
+// Virtual memory management.
+static_assert(sizeof(ours::CUmemGenericAllocationHandle) == sizeof(CUmemGenericAllocationHandle), "handle");
+static_assert(sizeof(ours::CUdeviceptr) == sizeof(CUdeviceptr), "CUdeviceptr");
+static_assert(sizeof(ours::CUmemLocation) == sizeof(CUmemLocation), "CUmemLocation size");
+SAME_FIELD(ours::CUmemLocation, CUmemLocation, type);
+SAME_FIELD(ours::CUmemLocation, CUmemLocation, id);
+static_assert(sizeof(ours::CUmemAllocationProp) == sizeof(CUmemAllocationProp), "CUmemAllocationProp size");
+SAME_FIELD(ours::CUmemAllocationProp, CUmemAllocationProp, type);
+SAME_FIELD(ours::CUmemAllocationProp, CUmemAllocationProp, requestedHandleTypes);
+SAME_FIELD(ours::CUmemAllocationProp, CUmemAllocationProp, location);
+SAME_FIELD(ours::CUmemAllocationProp, CUmemAllocationProp, win32HandleMetaData);
+SAME_FIELD(ours::CUmemAllocationProp, CUmemAllocationProp, allocFlags);
+static_assert(sizeof(ours::CUmemAccessDesc) == sizeof(CUmemAccessDesc), "CUmemAccessDesc size");
+SAME_FIELD(ours::CUmemAccessDesc, CUmemAccessDesc, location);
+SAME_FIELD(ours::CUmemAccessDesc, CUmemAccessDesc, flags);
+static_assert(ours::CU_MEM_ALLOCATION_TYPE_PINNED == CU_MEM_ALLOCATION_TYPE_PINNED, "pinned");
+static_assert(ours::CU_MEM_LOCATION_TYPE_DEVICE == CU_MEM_LOCATION_TYPE_DEVICE, "device location");
+static_assert(ours::CU_MEM_ACCESS_FLAGS_PROT_READWRITE == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "read-write");
+static_assert(ours::CU_MEM_ALLOC_GRANULARITY_MINIMUM == CU_MEM_ALLOC_GRANULARITY_MINIMUM, "granularity");
 
 #if CUDA_VERSION >= 13010
 SAME_FIELD(ours::CUdevResource, CUdevResource, wqConfig);
@@ -78,6 +98,14 @@ static_assert(ours::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID == CU_DEV_SM_RES
               "locality flag");
 static_assert(ours::CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT == CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT,
               "locality domain count attribute");
+static_assert(ours::CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN == CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN,
+              "locality-domain location");
+SAME_FIELD(ours::CUmemLocation, CUmemLocation, localized);
+static_assert(offsetof(ours::CUmemLocation, localized.deviceId) == offsetof(CUmemLocation, localized.deviceId),
+              "localized.deviceId");
+static_assert(offsetof(ours::CUmemLocation, localized.localityDomainId) ==
+                  offsetof(CUmemLocation, localized.localityDomainId),
+              "localized.localityDomainId");
 #endif
 
 TEST(AbiLayout, MatchesHeader) {

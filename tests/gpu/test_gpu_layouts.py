@@ -86,9 +86,9 @@ def test_switching_back_and_to_the_same_layout(device, counts):
 def test_bad_requests_and_close(device, whole, counts, live):
     layouts = Layouts(counts, device_id=device, latency_priority=-1)
     assert layouts.device_id == device
-    with pytest.raises(KeyError, match="no layout of 3 latency SMs"):
+    with pytest.raises(ValueError, match="no layout of 3 latency SMs"):
         layouts.switch(3)
-    with pytest.raises(KeyError, match="have"):
+    with pytest.raises(ValueError, match="have"):
         layouts[5]
     layouts.close()
     assert len(layouts) == 0 and layouts.active is None

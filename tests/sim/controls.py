@@ -11,7 +11,7 @@ import gc
 import os
 from typing import Any, Callable
 
-__all__ = ["calls", "fail_next", "live", "fails", "raised", "assert_nothing_in_use", "sms_of_handle"]
+__all__ = ["calls", "fail_next", "live", "fails", "raised", "assert_nothing_in_use", "sms_of_handle", "mapping_at"]
 
 LIBRARY_ENV = "TORCH_GREEN_CONTEXTS_DRIVER_LIBRARY"
 
@@ -30,6 +30,8 @@ def is_simulated_driver(path: str | None) -> bool:
 def driver() -> ctypes.CDLL:
     library = ctypes.CDLL(os.environ[LIBRARY_ENV])
     library.tgc_sim_green_ctx_sms.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    library.tgc_sim_mapping_at.argtypes = [ctypes.c_ulonglong, ctypes.POINTER(ctypes.c_int),
+                                           ctypes.POINTER(ctypes.c_int)]
     return library
 
 
@@ -43,7 +45,9 @@ def clear_failures() -> None:
 
 
 def live(kind: str) -> int:
-    """Live handles of `kind`: "green_ctx", "stream", "event" or "library"."""
+    """Live handles of `kind`: "green_ctx", "stream", "event", "library", "memory" (device
+    memory), "reservation" (address ranges) or "primary_retain" (unreleased retains of the
+    primary context)."""
     count: int = driver().tgc_sim_live(kind.encode())
     return count
 
@@ -59,6 +63,15 @@ def sms_of_handle(green_ctx: int) -> set[int]:
     out = (ctypes.c_int * 256)()
     n = driver().tgc_sim_green_ctx_sms(green_ctx, out, 256)
     return set(out[:n])
+
+
+def mapping_at(address: int) -> tuple[int, bool] | None:
+    """The device memory mapped at `address`: its locality domain (-1: the whole device) and
+    whether it was made accessible; None where nothing is mapped."""
+    domain, accessible = ctypes.c_int(), ctypes.c_int()
+    if driver().tgc_sim_mapping_at(address, ctypes.byref(domain), ctypes.byref(accessible)) != 0:
+        return None
+    return domain.value, bool(accessible.value)
 
 
 def fails(call: Callable[[], Any], error: type[BaseException], text: str) -> None:
@@ -90,3 +103,4 @@ def assert_nothing_in_use() -> None:
     assert counts["contexts"] + counts["streams"] + counts["internal_contexts"] == 0, counts
     tgc.release_idle_contexts()
     assert live("green_ctx") == 0
+    assert (live("memory"), live("reservation"), live("primary_retain")) == (0, 0, 0), "device memory left"

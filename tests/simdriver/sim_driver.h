@@ -19,8 +19,13 @@
 extern "C" {
 #endif
 
-// Live handles by kind: "green_ctx", "stream", "event", "library".
+// Live handles by kind: "green_ctx", "stream", "event", "library", "memory" (cuMemCreate's, until
+// released and unmapped), "reservation" (cuMemAddressReserve's) and "primary_retain" (retains of
+// the primary context not yet released).
 int tgc_sim_live(const char* kind);
+// The memory mapped at `address`: its locality domain (-1: the whole device) and whether
+// cuMemSetAccess made it accessible. Returns 0, or -1 when nothing is mapped there.
+int tgc_sim_mapping_at(unsigned long long address, int* domain, int* accessible);
 // Calls on destroyed or unknown handles seen so far (use after destroy, bad handles).
 int tgc_sim_misuse_count(void);
 // Make the (skip+1)-th next call of entry point `name` return `code` (once).

@@ -21,8 +21,27 @@ int tgc_sim_live(const char* kind) {
     for (Event* ev : s.events) n += ev->alive;
   } else if (std::strcmp(kind, "library") == 0) {
     n = static_cast<int>(s.libraries.size());
+  } else if (std::strcmp(kind, "memory") == 0) {
+    n = static_cast<int>(s.memories.size());
+  } else if (std::strcmp(kind, "reservation") == 0) {
+    n = static_cast<int>(s.reservations.size());
+  } else if (std::strcmp(kind, "primary_retain") == 0) {
+    n = s.primary_retains;
   }
   return n;
+}
+
+int tgc_sim_mapping_at(unsigned long long address, int* domain, int* accessible) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (const auto& [start, mapping] : s.mappings) {
+    if (address >= start && address < start + mapping.size) {
+      *domain = mapping.memory->domain;
+      *accessible = mapping.accessible;
+      return 0;
+    }
+  }
+  return -1;
 }
 
 int tgc_sim_misuse_count(void) { return state().misuse; }

@@ -87,6 +87,32 @@ struct WaitEdge {
   Stream* recorded_on;
 };
 
+// A cuMemCreate: device memory of a device (domain -1) or of one of its locality domains. It
+// lives until it is released and no longer mapped.
+struct Memory {
+  std::size_t size = 0;
+  int device = 0;
+  int domain = -1;
+  bool released = false;
+  int mappings = 0;
+};
+
+// A cuMemMap of a whole Memory at `address`, inside a reservation.
+struct Mapping {
+  std::size_t size = 0;
+  Memory* memory = nullptr;
+  bool accessible = false;  // by cuMemSetAccess
+};
+
+// A cuMemAddressReserve, backed by host memory (a CUdeviceptr is a host address here).
+struct Reservation {
+  std::size_t size = 0;
+  void* host = nullptr;
+};
+
+// The granularity of cuMemCreate and cuMemAddressReserve here: 2 MiB.
+constexpr std::size_t kMemoryGranularity = std::size_t{2} << 20;
+
 struct State {
   std::mutex mutex;
   Config config;
@@ -109,6 +135,10 @@ struct State {
   int misuse = 0;
   std::map<std::string, int> split_ids;  // by input and parameters
   std::vector<CU_DEV_SM_RESOURCE_GROUP_PARAMS> last_split_params;
+  std::set<Memory*> memories;
+  std::map<CUdeviceptr, Mapping> mappings;          // by address
+  std::map<CUdeviceptr, Reservation> reservations;  // by address
+  int primary_retains = 0;
 };
 
 State& state();
@@ -194,6 +224,20 @@ CUresult sim_cuGreenCtxDestroy(CUgreenCtx green);
 CUresult sim_cuCtxFromGreenCtx(CUcontext* out, CUgreenCtx green);
 CUresult sim_cuStreamGetGreenCtx(CUstream stream, CUgreenCtx* out);
 CUresult sim_cuGreenCtxStreamCreate(CUstream* out, CUgreenCtx green, unsigned flags, int priority);
+CUresult sim_cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device);
+CUresult sim_cuDevicePrimaryCtxRelease(CUdevice device);
+CUresult sim_cuCtxSynchronize();
+CUresult sim_cuMemGetAllocationGranularity(std::size_t* granularity, const CUmemAllocationProp* prop, int option);
+CUresult sim_cuMemAddressReserve(CUdeviceptr* ptr, std::size_t size, std::size_t alignment, CUdeviceptr addr,
+                                 unsigned long long flags);
+CUresult sim_cuMemAddressFree(CUdeviceptr ptr, std::size_t size);
+CUresult sim_cuMemCreate(CUmemGenericAllocationHandle* handle, std::size_t size, const CUmemAllocationProp* prop,
+                         unsigned long long flags);
+CUresult sim_cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult sim_cuMemMap(CUdeviceptr ptr, std::size_t size, std::size_t offset, CUmemGenericAllocationHandle handle,
+                      unsigned long long flags);
+CUresult sim_cuMemUnmap(CUdeviceptr ptr, std::size_t size);
+CUresult sim_cuMemSetAccess(CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc, std::size_t count);
 
 }  // namespace simdriver
 

@@ -59,6 +59,7 @@ const SimControls& sim() {
     c.live_events = control<decltype(c.live_events)>(lib, "tgc_sim_live_events");
     c.wait_edges = control<decltype(c.wait_edges)>(lib, "tgc_sim_wait_edges");
     c.clear_wait_edges = control<decltype(c.clear_wait_edges)>(lib, "tgc_sim_clear_wait_edges");
+    c.mapping_at = control<decltype(c.mapping_at)>(lib, "tgc_sim_mapping_at");
     return c;
   }();
   return controls;
@@ -126,6 +127,9 @@ void SimTest::SetUp() {
   green_at_start_ = sim().live("green_ctx");
   streams_at_start_ = sim().live("stream");
   events_at_start_ = sim().live("event");
+  memories_at_start_ = sim().live("memory");
+  reservations_at_start_ = sim().live("reservation");
+  retains_at_start_ = sim().live("primary_retain");
 }
 
 void SimTest::TearDown() {
@@ -142,6 +146,9 @@ void SimTest::TearDown() {
   EXPECT_EQ(streams_alive(), leaked_by_failed_destroys_.streams) << "a stream leaked";
   EXPECT_EQ(live_fence_events(), 0u);
   EXPECT_EQ(events_alive(), leaked_by_failed_destroys_.events) << "an event leaked";
+  EXPECT_EQ(memories_alive(), leaked_by_failed_destroys_.memories) << "device memory leaked";
+  EXPECT_EQ(reservations_alive(), leaked_by_failed_destroys_.reservations) << "an address range leaked";
+  EXPECT_EQ(primary_retains_alive(), leaked_by_failed_destroys_.primary_retains) << "a primary context retain leaked";
   EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
   EXPECT_EQ(remembered_green_contexts(), 0u) << "a destroyed context's SM count is still remembered";
 }
@@ -149,6 +156,9 @@ void SimTest::TearDown() {
 int SimTest::green_ctxs_alive() const { return sim().live("green_ctx") - green_at_start_; }
 int SimTest::streams_alive() const { return sim().live("stream") - streams_at_start_; }
 int SimTest::events_alive() const { return sim().live("event") - events_at_start_; }
+int SimTest::memories_alive() const { return sim().live("memory") - memories_at_start_; }
+int SimTest::reservations_alive() const { return sim().live("reservation") - reservations_at_start_; }
+int SimTest::primary_retains_alive() const { return sim().live("primary_retain") - retains_at_start_; }
 
 ::testing::AssertionResult message_contains(const char* message_expr, const char* text_expr,
                                             const std::string& message, const std::string& text) {

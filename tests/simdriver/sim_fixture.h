@@ -44,6 +44,7 @@ struct SimControls {
   int (*live_events)(void** contexts, unsigned* flags, int capacity);
   int (*wait_edges)(void** waiting, void** recorded_on, int capacity);
   void (*clear_wait_edges)();
+  int (*mapping_at)(unsigned long long address, int* domain, int* accessible);
 };
 const SimControls& sim();
 
@@ -100,12 +101,20 @@ class SimTest : public ::testing::Test {
   int green_ctxs_alive() const;
   int streams_alive() const;
   int events_alive() const;
+  // Device memory (cuMemCreate's), address reservations and retains of the primary context.
+  int memories_alive() const;
+  int reservations_alive() const;
+  int primary_retains_alive() const;
   int green_at_start_ = 0, streams_at_start_ = 0, events_at_start_ = 0;
+  int memories_at_start_ = 0, reservations_at_start_ = 0, retains_at_start_ = 0;
   // A destroy the driver refuses cannot be retried: its handle stays alive in the simulation.
   struct {
     int green_ctx = 0;
     int streams = 0;
     int events = 0;
+    int memories = 0;
+    int reservations = 0;
+    int primary_retains = 0;
   } leaked_by_failed_destroys_;
 };
 
@@ -120,6 +129,7 @@ using StreamSmCount = SimTest;
 using Fences = SimTest;
 using Devices = SimTest;
 using Faults = SimTest;
+using Localized = SimTest;
 
 // EXPECT_CONTAINS(message, text): `message` (a std::string or C string) contains `text`.
 ::testing::AssertionResult message_contains(const char* message_expr, const char* text_expr,

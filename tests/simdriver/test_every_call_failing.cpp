@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "core/localized_memory.h"
 #include "core/sm_probe.h"
 #include "sim_fixture.h"
 
 namespace {
 
 // What a user does with the core: partitions, a split, contexts made together and alone,
-// streams, the probe, push/pop, and dropping everything with recycling on.
+// streams, the probe, push/pop, memory per locality domain (13.4), and dropping everything
+// with recycling on.
 void user_scenario() {
   ContextRecycler::instance().set_limit(4);
   {
@@ -41,6 +43,7 @@ void user_scenario() {
     ctx.reset();
     auto again = GreenContext::create(0, &part, std::nullopt);
     again->stream(0);
+    if (version() >= 13040) LocalizedMemory::allocate(0, 4096).reset();
   }
   ContextRecycler::instance().release_all();
 }
@@ -63,7 +66,8 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       std::string error;
       ContextRecycler::instance().release_all();
       const int green_before = green_ctxs_alive(), streams_before = streams_alive();
-      const int events_before = events_alive();
+      const int events_before = events_alive(), memories_before = memories_alive();
+      const int reservations_before = reservations_alive(), retains_before = primary_retains_alive();
       try {
         user_scenario();
       } catch (const DriverError& e) {
@@ -96,10 +100,21 @@ TEST_F(Faults, EveryDriverCallFailingInTurn) {
       EXPECT_EQ(green_ctxs_alive(), green_before + green_leaked);
       EXPECT_EQ(streams_alive(), streams_before + streams_leaked);
       EXPECT_EQ(events_alive(), events_before + events_leaked);
+      // A part left mapped keeps its memory and its address range; an unreleased handle its memory.
+      const int memories_leaked = failed && (name == "cuMemUnmap" || name == "cuMemRelease") ? 1 : 0;
+      const int reservations_leaked = failed && (name == "cuMemUnmap" || name == "cuMemAddressFree") ? 1 : 0;
+      const int retains_leaked = failed && name == "cuDevicePrimaryCtxRelease" ? 1 : 0;
+      EXPECT_EQ(memories_alive(), memories_before + memories_leaked);
+      EXPECT_EQ(reservations_alive(), reservations_before + reservations_leaked);
+      EXPECT_EQ(primary_retains_alive(), retains_before + retains_leaked);
+      EXPECT_EQ(deferred_localized_releases(), 0u);
       EXPECT_EQ(live_fence_events(), 0u);
       leaked_by_failed_destroys_.green_ctx += green_leaked;
       leaked_by_failed_destroys_.streams += streams_leaked;
       leaked_by_failed_destroys_.events += events_leaked;
+      leaked_by_failed_destroys_.memories += memories_leaked;
+      leaked_by_failed_destroys_.reservations += reservations_leaked;
+      leaked_by_failed_destroys_.primary_retains += retains_leaked;
       EXPECT_EQ(sim().misuse(), 0) << "a handle was used after it was destroyed";
       cu::CUcontext current = nullptr;
       driver().cuCtxGetCurrent(&current);

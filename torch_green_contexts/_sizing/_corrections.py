@@ -48,9 +48,10 @@ class Corrections:
         self._factors = None
 
     def observe(self, key: Hashable, ratio: float) -> None:
-        """One measured step on ``key``: its latency over the profile's figure for that step."""
-        if not math.isfinite(ratio) or ratio <= 0:
-            return
+        """One measured step on ``key``: its latency over the profile's figure for that step (a
+        finite number of 0 or more; the policies check the latency they are given)."""
+        if not 0 <= ratio < math.inf:
+            raise ValueError(f"a step's latency ratio must be a finite number of 0 or more, got {ratio!r}")
         recent = self._recent[key]
         if self._now - self._seen_at[key] > self._half_life:
             # What was seen over a half-life ago says nothing of now: a layout tried again after
@@ -82,7 +83,7 @@ class Corrections:
             if sms != last_sms:
                 carried, pending, last_sms = max(carried, pending), 1.0, sms
             factors[key] = max(carried, self._decayed(key, self._own[key]))
-            if self._observed[key]:
+            if self._observed[key] and self._baseline[key] > 0:
                 pending = max(pending, self._decayed(key, self._own[key] / self._baseline[key]))
         return factors
 

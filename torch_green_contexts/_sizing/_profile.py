@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from .._plotting import pyplot, sm_count_panels
-from .._validation import as_finite
+from .._validation import as_bool, as_positive_us, check_non_negative
 from ._json_input import read_json
 from ._sizing_result import SizingResult, check_percentile
 
@@ -22,7 +22,7 @@ class LatencyProfile:
     ``entries`` holds ``(param, SizingResult)`` pairs in ascending order of the parameter. A
     parameter that was not measured is read at the next larger measured one (a larger batch
     is never faster), and one above the largest has no figure (None): the profile never
-    guesses below what was measured.
+    guesses below what was measured. Parameters are sizes: finite numbers of 0 or more.
     """
 
     entries: tuple[tuple[float, SizingResult], ...]
@@ -32,6 +32,8 @@ class LatencyProfile:
         params = [p for p, _ in self.entries]
         if not params:
             raise ValueError("a LatencyProfile needs at least one measured parameter")
+        for p in params:
+            _check_param(p)
         if params != sorted(set(params)):
             raise ValueError(f"a LatencyProfile's parameters must be unique and ascending, got {params}")
 
@@ -47,11 +49,12 @@ class LatencyProfile:
         return tuple(sorted(common))
 
     def result(self, p: float) -> SizingResult:
-        """The :class:`SizingResult` measured at ``p`` exactly; KeyError for any other value."""
+        """The :class:`SizingResult` measured at ``p`` exactly; ValueError for any other value."""
+        _check_param(p)
         for param, result in self.entries:
             if param == p:
                 return result
-        raise KeyError(f"{p!r} was not measured; measured: {list(self.params)}")
+        raise ValueError(f"the parameter {p!r} was not measured; measured: {list(self.params)}")
 
     def read_at(self, p: float) -> float | None:
         """The measured parameter that stands for ``p``: the smallest one at or above it, or None
@@ -65,15 +68,16 @@ class LatencyProfile:
         """The ``percentile`` latency (us) of the step for ``p`` on ``sm_count`` SMs, under the
         load when one was measured and ``under_load`` is true, else idle; read at
         :meth:`read_at` ``(p)``. None above the largest measured parameter, and under load for
-        the row of all SMs (nothing is left for the load there). KeyError for an SM count that
+        the row of all SMs (nothing is left for the load there). ValueError for an SM count that
         was not measured."""
         q = check_percentile(percentile)
+        loaded = as_bool("under_load", under_load)
         at = self.read_at(p)
         if at is None:
             return None
         result = self.result(at)
         row = result.row(sm_count)
-        figures = row.loaded if under_load and result.has_load() else row.idle
+        figures = row.loaded if loaded and result.has_load() else row.idle
         return None if figures is None else figures.at(q)
 
     def smallest_meeting(self, p: float, deadline_us: float, percentile: int = 99, *,
@@ -81,6 +85,9 @@ class LatencyProfile:
         """The smallest measured SM count whose ``percentile`` latency for ``p`` is at most
         ``deadline_us`` (as :meth:`SizingResult.smallest_meeting`, read at :meth:`read_at`).
         None when no count meets it, or when ``p`` is above every measured parameter."""
+        as_positive_us("deadline_us", deadline_us)
+        check_percentile(percentile)
+        as_bool("under_load", under_load)
         at = self.read_at(p)
         if at is None:
             return None
@@ -153,4 +160,4 @@ class LatencyProfile:
 
 
 def _check_param(p: Any) -> None:
-    as_finite("the parameter", p)
+    check_non_negative("p", p, "the profile's parameter, a size such as the decode batch size")

@@ -9,7 +9,7 @@ import json
 from typing import Any, Sequence
 
 from .._plotting import sm_count_panels
-from .._validation import as_positive_us
+from .._validation import as_bool, as_count, as_positive_us
 from ._json_input import read_json
 from ._stats import percentile
 
@@ -79,11 +79,12 @@ class SizingResult:
     settings: dict[str, Any]
 
     def row(self, sm_count: int) -> SizingRow:
-        """The row measured for ``sm_count`` SMs; KeyError if that count was not measured."""
+        """The row measured for ``sm_count`` SMs; ValueError if that count was not measured."""
+        count = as_count("sm_count", sm_count)
         for row in self.rows:
-            if row.sm_count == sm_count:
+            if row.sm_count == count:
                 return row
-        raise KeyError(f"{sm_count} SMs were not measured; measured: {[r.sm_count for r in self.rows]}")
+        raise ValueError(f"{count} SMs were not measured; measured: {[r.sm_count for r in self.rows]}")
 
     def has_load(self) -> bool:
         return self.plain.load_alone_rate is not None
@@ -97,7 +98,7 @@ class SizingResult:
         """
         as_positive_us("deadline_us", deadline_us)
         q = check_percentile(percentile)
-        loaded = under_load and self.has_load()
+        loaded = as_bool("under_load", under_load) and self.has_load()
         for row in sorted(self.rows, key=lambda r: r.sm_count):
             figures = row.loaded if loaded else row.idle
             if figures is not None and figures.at(q) <= deadline_us:
@@ -105,8 +106,12 @@ class SizingResult:
         return None
 
     def relative(self, row: SizingRow) -> dict[str, float | None]:
-        """``row`` against the plain-stream figures: latency over ``fn`` alone on the whole
-        device (p50 and p99, idle and loaded) and load rate over the load alone there."""
+        """``row`` (a :class:`SizingRow`, say ``result.row(16)``) against the plain-stream
+        figures: latency over ``fn`` alone on the whole device (p50 and p99, idle and loaded) and
+        load rate over the load alone there."""
+        if not isinstance(row, SizingRow):
+            raise TypeError(f"row must be a SizingRow (one of rows, or row(sm_count)), got "
+                            f"{type(row).__name__} ({row!r})")
         plain = self.plain.idle
 
         def ratio(a: float | None, b: float | None) -> float | None:

@@ -115,14 +115,14 @@ class LayoutProfile:
         return tuple(self.measured)
 
     def cost(self, key: Hashable, percentile: int = 99) -> StepCost:
-        """The step cost model of layout ``key`` at ``percentile`` (50, 90 or 99)."""
+        """The step cost model of layout ``key`` at ``percentile`` (50, 90 or 99); ValueError for
+        a layout that was not profiled."""
         q = check_percentile(percentile)
         cache = self.__dict__.setdefault("_costs", {})
         if (key, q) not in cache:
-            try:
-                points = self.measured[key]
-            except KeyError:
-                raise KeyError(f"layout {key!r} was not profiled; profiled: {list(self.measured)}") from None
+            points = self.measured.get(key)
+            if points is None:
+                raise ValueError(f"layout {key!r} was not profiled; profiled: {list(self.measured)}")
             cache[(key, q)] = StepCost.fit((b, c, lat.at(q)) for (b, c), lat in points.items())
         cost: StepCost = cache[(key, q)]
         return cost

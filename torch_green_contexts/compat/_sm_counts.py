@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _validation
 from .._native import _C
 from .._sm_partition import SMPartition
 
@@ -12,7 +13,12 @@ FLASHINFER_DRIVER_ERROR = "CUDA error code=915(CUDA_ERROR_INVALID_RESOURCE_CONFI
 
 def sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
     """(minimum SMs, alignment) of a group on compute capability ``major.minor``, as the CUDA
-    documentation of cuDevSmResourceSplitByCount gives them; ValueError before 6.0."""
+    documentation of cuDevSmResourceSplitByCount gives them. ``major`` and ``minor`` are ints
+    (TypeError otherwise), 0 or more (ValueError otherwise); ValueError before 6.0."""
+    major = _validation.as_count("major", major, "an int (of compute capability 9.0: 9)")
+    minor = _validation.as_count("minor", minor, "an int (of compute capability 9.0: 0)")
+    if major < 0 or minor < 0:
+        raise ValueError(f"major and minor must be 0 or more (a compute capability), got {major}.{minor}")
     if major == 6:
         return (1, 1)
     if major == 7:
@@ -21,7 +27,8 @@ def sm_count_constraint(major: int, minor: int) -> tuple[int, int]:
         return (4, 2)
     if major >= 9:
         return (8, 8)
-    raise ValueError(f"Unsupported CUDA capability: {major}.{minor}")
+    raise ValueError(f"Unsupported CUDA capability: {major}.{minor} (the constraints are known for "
+                     f"compute capability 6.0 and newer)")
 
 
 def device_constraint(device: int) -> tuple[int, int]:

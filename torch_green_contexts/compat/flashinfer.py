@@ -19,6 +19,10 @@ error FlashInfer's callers look for. Beyond FlashInfer's:
   reuse, so calling these in a loop leaks nothing (FlashInfer never destroys its contexts);
 - a resource that is itself a split's output can be split again (through a green context made
   of it, as ``split_resource_by_sm_count`` does in FlashInfer).
+
+On devices with several locality domains (driver 13.4+), ``split_device_green_ctx_by_locality_domain``
+gives a stream per domain and ``empty_per_locality_domain`` memory placed per domain; on other
+drivers they raise :class:`~torch_green_contexts.FeatureUnavailableError`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from .._green_context import GreenContext
 from .._native import _C
 from .._sm_partition import SMPartition
 from . import _sm_counts, _streams
+from ._devices import check_cuda_device as _check_cuda_device
+from ._locality_domains import empty_per_locality_domain, split_device_green_ctx_by_locality_domain
 from ._resources import CUdevice, CUdevResource, CUdevSmResource
 
 __all__ = [
@@ -40,11 +46,13 @@ __all__ = [
     "CUdevResource",
     "CUdevSmResource",
     "create_green_ctx_streams",
+    "empty_per_locality_domain",
     "get_compute_capability",
     "get_cudevice",
     "get_device_resource",
     "get_sm_count_constraint",
     "split_device_green_ctx",
+    "split_device_green_ctx_by_locality_domain",
     "split_device_green_ctx_by_sm_count",
     "split_resource",
     "split_resource_by_sm_count",
@@ -214,14 +222,6 @@ def split_device_green_ctx_by_sm_count(
 
 
 # ---- checks and errors ---------------------------------------------------------------------
-
-
-def _check_cuda_device(dev: Any) -> None:
-    """That ``dev`` is a CUDA ``torch.device`` (its index is checked against the driver later)."""
-    if not isinstance(dev, torch.device):
-        raise TypeError(f"dev must be a torch.device, got {type(dev).__name__}")
-    if dev.type != "cuda":
-        raise ValueError(f"dev must be a CUDA device, got {dev}")
 
 
 def _device_of(cu_dev: Any) -> int:
