@@ -21,15 +21,20 @@
 
 Per step it picks, among the layouts whose decode step is expected to fit the step budget, the
 one that gives prefill the most SMs; with no prefill waiting, the one that gives decode the most.
+Its options (``mode``, ``anchor``, ``guard``, ``dwell_steps``, ``kv_pressure``, the mixed-batch
+fallback) make it keep the best static split unless a step needs another, size decode by the
+worst slowdown seen beside prefill, hold a layout against flapping, follow KV pressure, and run
+a light prefill queue as one mixed batch on the whole device.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Hashable, Sequence
 
-from . import _layout_args, _layout_build, _validation
-from ._sizing import _corrections, _sizing_result, _step_timer
+from . import _layout_args, _layout_build, _pd_choice, _pd_options, _validation
+from ._pd_options import MixedStepUs as _MixedStepUs
+from ._sizing import _corrections, _guard, _sizing_result, _step_timer
 from ._sizing._step_costs import LayoutProfile
 from .layouts import Layout
 from .step_policy import LayoutSet, StepTimer
@@ -53,7 +58,29 @@ class PrefillDecodePolicy:
     per layout from the steps timed on it (as :class:`~torch_green_contexts.policy.SplitPolicy`
     corrects: per layout, a change propagating to layouts with fewer latency SMs, decaying when
     unmeasured; moving to a layout that gives decode fewer SMs needs its estimate ``hysteresis``
-    below the budget). ``timer`` times the steps (CUDA events by default; see
+    below the budget).
+
+    The options beyond that rule (all off by default, which keeps the rule above as it is):
+
+    - ``mode``: ``"distserve"`` (the budget above: requests meet their mean TPOT, slack may be
+      spent on prefill) or ``"p99"`` (every step within ``tpot_slo_us * (1 - headroom)``: no
+      slack is spent, and the guard is on).
+    - ``anchor``: a layout key, the best static split for the SLOs; the policy keeps it while its
+      estimate fits the budget, takes the smallest layout with more decode SMs that fits when it
+      does not, and one with fewer only while a waiting prompt is late (``ttft_slack_us <= 0``).
+    - ``guard``: estimates are the profile's times the largest slowdown seen on that layout with
+      prefill of that load class beside it (``guard_classes``: upper bounds of waiting prompt
+      tokens), decaying with a half-life of ``guard_half_life_steps`` steps, never below the
+      slowdown seen on layouts with more decode SMs: a worst case that cannot lock a layout out.
+    - ``dwell_steps``: steps on a layout before moving to one with fewer decode SMs.
+    - ``kv_pressure=(high, low)``: with ``kv_used`` (the share of the KV cache in use) at
+      ``high`` or more, decode first (the fastest layout); at ``low`` or less, the budget rule.
+    - ``mixed_step_us(batch, context_tokens, prompt_tokens)``: when every waiting prompt token
+      fits ``mixed_tokens`` and such a mixed step (decode and prefill in one pass) fits the
+      budget on the layout with the most decode SMs, :meth:`step` returns that layout and
+      :attr:`mixed_tokens` says how many prompt tokens to run with the decode batch (0 otherwise).
+
+    ``timer`` times the steps (CUDA events by default; see
     :class:`~torch_green_contexts.step_policy.StepTimer`); ``layouts`` is a
     :class:`~torch_green_contexts.layouts.Layouts` or any
     :class:`~torch_green_contexts.step_policy.LayoutSet`. It is a
@@ -63,7 +90,11 @@ class PrefillDecodePolicy:
     def __init__(self, profile: LayoutProfile, layouts: LayoutSet, *, tpot_slo_us: float, percentile: int = 99,
                  headroom: float = 0.05, slack_share: float = 0.5, hysteresis: float = 0.05,
                  ordering: str = "per_role", half_life_steps: int = 256, read_every: int = 8,
-                 sample_every: int = 1, max_pending: int = 256, timer: StepTimer | None = None) -> None:
+                 sample_every: int = 1, max_pending: int = 256, timer: StepTimer | None = None,
+                 mode: str = "distserve", anchor: _layout_build.LayoutKey | None = None, guard: bool | None = None,
+                 guard_classes: Sequence[int] = (0, 2048), guard_half_life_steps: int = 4096, dwell_steps: int = 0,
+                 kv_pressure: tuple[float, float] | None = None, mixed_step_us: _MixedStepUs | None = None,
+                 mixed_tokens: int = 256) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
@@ -94,27 +125,44 @@ class PrefillDecodePolicy:
         sample_every = _validation.as_int_at_least("sample_every", sample_every, 1)
         max_pending = _validation.as_int_at_least("max_pending", max_pending, 1)
         self._timer: StepTimer = _step_timer.StepTimer(sample_every, max_pending) if timer is None else timer
+        self.options = _pd_options.check(mode, anchor, mode == "p99" if guard is None else guard, guard_classes,
+                                         guard_half_life_steps, dwell_steps, kv_pressure, mixed_step_us, mixed_tokens,
+                                         keys)
+        self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count) for k in keys),
+                                             self.options.guard_classes,
+                                             half_life_steps=self.options.guard_half_life_steps)
         self._current: _layout_build.LayoutKey | None = None
-        self._steps = 0
+        self._steps = self._since_switch = 0
         self._chosen = dict.fromkeys(keys, 0)
+        self.mixed_tokens = 0  # prompt tokens the last step runs with its decode batch (the mixed fallback)
+        self._mixed_steps = 0
 
     def step(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
-             tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> Layout:
+             tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None, kv_used: float | None = None) -> Layout:
         """Switch to the layout for this step and return it; the decode work launched on its
         ``latency_stream`` before :meth:`done` is timed. ``batch`` and ``context_tokens``: the
         decode batch and the context tokens its requests hold in all; ``prefill_tokens``: prompt
         tokens waiting for prefill; ``tpot_slack_us``: the smallest TPOT slack of the running
         requests (their token budget so far less the time they took); ``ttft_slack_us``: the
-        smallest TTFT slack of the waiting prompts (None: unknown). Never waits for the GPU."""
+        smallest TTFT slack of the waiting prompts (None: unknown); ``kv_used``: the share of the
+        KV cache in use (None: unknown). Never waits for the GPU."""
         _validation.check_decode_point(batch, context_tokens)
+        kv_used = _pd_options.check_kv_used(kv_used)
         self._steps += 1
         self._corrections.tick()
+        self._guard.tick()
         if self._timer.pending and self._steps % self._read_every == 0:
             self.update()
-        key = self._current = self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
+        key, self.mixed_tokens = self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us,
+                                              kv_used)
+        self._since_switch = self._since_switch + 1 if key == self._current else 0
+        self._current = key
+        self._mixed_steps += bool(self.mixed_tokens)
         layout: Layout = self.layouts.switch(key, ordering=self._ordering)
         self._chosen[key] += 1
-        self._timer.begin(key, (batch, context_tokens), layout.latency_stream, self._steps, timed=batch > 0)
+        load_class = self._guard.load_class(prefill_tokens)
+        self._timer.begin(key, (batch, context_tokens, load_class), layout.latency_stream, self._steps,
+                          timed=batch > 0 and not self.mixed_tokens)
         return layout
 
     def idle_key(self) -> _layout_build.LayoutKey:
@@ -127,18 +175,46 @@ class PrefillDecodePolicy:
 
     def update(self) -> int:
         """Read the timings of the steps the GPU has finished (never waits); returns how many."""
-        return self._timer.read(lambda key, point, us: self.observe(key, point[0], point[1], us))  # type: ignore[arg-type]
+        return self._timer.read(self._observe_timed)
+
+    def _observe_timed(self, key: Hashable, point: Any, latency_us: float) -> None:
+        batch, context_tokens, load_class = point
+        self._observe(key, batch, context_tokens, latency_us, load_class)
 
     def budget_us(self, tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> float:
-        """What a decode step may take now."""
+        """What a decode step may take now (in ``mode="p99"``, the TPOT SLO less the headroom)."""
+        if self.options.mode == "p99":
+            return self.tpot_slo_us * (1.0 - self.headroom)
         share = 1.0 if ttft_slack_us is not None and ttft_slack_us <= 0 else self.slack_share
         return self.tpot_slo_us * (1.0 - self.headroom) + share * max(0.0, tpot_slack_us)
 
     def choose(self, batch: int, context_tokens: int = 0, *, prefill_tokens: int = 0,
-               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> _layout_build.LayoutKey:
+               tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None,
+               kv_used: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         _validation.check_decode_point(batch, context_tokens)
-        return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us)
+        kv_used = _pd_options.check_kv_used(kv_used)
+        return self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us, kv_used)[0]
+
+    def _decide(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
+                ttft_slack_us: float | None, kv_used: float | None) -> tuple[_layout_build.LayoutKey, int]:
+        """The layout for these figures and the prompt tokens of a mixed step (0: none)."""
+        o = self.options
+        if o.legacy or batch <= 0 or prefill_tokens <= 0:
+            return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
+        budget = self.budget_us(tpot_slack_us, ttft_slack_us)
+        load_class = self._guard.load_class(prefill_tokens)
+        if o.mixed_step_us is not None and prefill_tokens <= o.mixed_tokens:
+            tokens = int(prefill_tokens)
+            mixed_us = o.mixed_step_us(int(batch), int(context_tokens), tokens)
+            if _pd_choice.mixed_fits(mixed_us * self._factor(self._most_decode, load_class), budget):
+                return self._most_decode, tokens
+        key = _pd_choice.choose(
+            self._by_prefill, {k: self._layouts[k].sm_count for k in self._layouts},
+            lambda k: self._estimate(k, batch, context_tokens, load_class), budget, o, current=self._current,
+            steps_on_current=self._since_switch, hysteresis=self._hysteresis, ttft_slack_us=ttft_slack_us,
+            kv_used=kv_used)
+        return key, 0
 
     def _choose(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
                 ttft_slack_us: float | None) -> _layout_build.LayoutKey:
@@ -158,33 +234,48 @@ class PrefillDecodePolicy:
                 fastest, fastest_us = key, estimate
         return fastest
 
-    def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0) -> float:
-        """The corrected latency estimate (us) of a decode step on layout ``key`` (ValueError for
-        a key that has no layout here)."""
+    def estimate(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int = 0, *,
+                 prefill_tokens: int = 0) -> float:
+        """The latency estimate (us) of a decode step on layout ``key`` beside ``prefill_tokens``
+        waiting prompt tokens: the profile's times the correction, or the guard when it is on
+        (ValueError for a key that has no layout here)."""
         _validation.check_decode_point(batch, context_tokens)
-        return self._estimate(self._layout_key(key), batch, context_tokens)
+        return self._estimate(self._layout_key(key), batch, context_tokens, self._guard.load_class(prefill_tokens))
 
-    def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float) -> float:
-        return self._costs[key].at(batch, context_tokens) * self._corrections.factor(key)
+    def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float, load_class: int = 0) -> float:
+        return self._costs[key].at(batch, context_tokens) * self._factor(key, load_class)
 
-    def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float) -> None:
-        """Take one measured decode step into the corrections (:meth:`update` feeds the timings
-        it reads; a server may feed its own). ValueError for a key that has no layout here, and
-        for ``batch``, ``context_tokens`` or ``latency_us`` that is not a finite number of 0 or
-        more (TypeError for a non-number)."""
+    def _factor(self, key: Hashable, load_class: int) -> float:
+        if self.options.guard:
+            return self._guard.factor(key, load_class)
+        return self._corrections.factor(key)
+
+    def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float, *,
+                prefill_tokens: int = 0) -> None:
+        """Take one measured decode step (beside ``prefill_tokens`` waiting prompt tokens) into
+        the corrections and the guard (:meth:`update` feeds the timings it reads; a server may
+        feed its own). ValueError for a key that has no layout here, and for ``batch``,
+        ``context_tokens`` or ``latency_us`` that is not a finite number of 0 or more (TypeError
+        for a non-number)."""
+        _validation.check_non_negative("prefill_tokens", prefill_tokens, "the waiting prompt tokens")
+        self._observe(key, batch, context_tokens, latency_us, self._guard.load_class(prefill_tokens))
+
+    def _observe(self, key: Hashable, batch: int, context_tokens: int, latency_us: float, load_class: int) -> None:
         key = self._layout_key(key)
         _validation.check_decode_point(batch, context_tokens)
         _validation.check_non_negative("latency_us", latency_us, "the measured latency in microseconds")
         figure = self._costs[key].at(batch, context_tokens)
         if figure > 0:
             self._corrections.observe(key, latency_us / figure)
+            if latency_us > 0:
+                self._guard.observe(key, load_class, latency_us / figure)
 
     def correction(self, key: _layout_build.LayoutKey) -> float:
         """The factor (1 or more) the cost model of layout ``key`` is multiplied by now;
         ValueError for a key that has no layout here."""
         return self._corrections.factor(self._layout_key(key))
 
-    def _layout_key(self, key: _layout_build.LayoutKey) -> _layout_build.LayoutKey:
+    def _layout_key(self, key: Hashable) -> _layout_build.LayoutKey:
         if key not in self._layouts:
             raise ValueError(f"no layout {key!r} to correct; have {list(self._layouts)}")
         return key
@@ -193,6 +284,7 @@ class PrefillDecodePolicy:
         """Steps taken, steps per layout, timings read per layout, and the corrections now."""
         return {"steps": self._steps, "chosen": dict(self._chosen), "observed": self._corrections.observed(),
                 "corrections": {k: self._corrections.factor(k) for k in self._layouts},
+                "guard": self._guard.table() if self.options.guard else None, "mixed_steps": self._mixed_steps,
                 "pending": len(self._timer.pending)}
 
     def __repr__(self) -> str:

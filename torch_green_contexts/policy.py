@@ -106,7 +106,7 @@ class SplitPolicy:
     # ---- the per-step calls -------------------------------------------------------------------
 
     def step(self, p: float, context_tokens: int = 0, *, prefill_tokens: int = 0, tpot_slack_us: float = 0.0,
-             ttft_slack_us: float | None = None) -> Layout:
+             ttft_slack_us: float | None = None, kv_used: float | None = None) -> Layout:
         """Switch to the layout for a step of parameter ``p`` and return it; the latency step
         launched on its ``latency_stream`` before :meth:`done` is timed. A few microseconds of
         host time; never waits for the GPU. The other figures of

@@ -18,7 +18,7 @@ with a :class:`StepTimer` (CUDA events by default; a simulator passes its own cl
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Protocol, Sized, Tuple, Union
+from typing import Any, Callable, Hashable, Protocol, Sized, Tuple, Union, runtime_checkable
 
 LayoutKey = Union[int, Tuple[int, int]]
 
@@ -65,13 +65,14 @@ class StepTimer(Protocol):
     def read(self, observe: Callable[[Hashable, Any, float], None]) -> int: ...
 
 
+@runtime_checkable
 class StepPolicy(Protocol):
     """A per-step layout choice: :meth:`step` switches to the layout for a decode step and
     returns it, :meth:`done` marks the step's work launched, :meth:`idle_key` names the layout
     while nothing decodes. A policy reads the figures it models and ignores the others."""
 
     def step(self, batch: int, context_tokens: int = 0, /, *, prefill_tokens: int = 0,
-             tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> Any: ...
+             tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None, kv_used: float | None = None) -> Any: ...
     def done(self) -> None: ...
     def idle_key(self) -> LayoutKey: ...
     def update(self) -> int: ...

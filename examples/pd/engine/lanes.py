@@ -102,6 +102,7 @@ class Lanes(Protocol):
     def idle_lane(self) -> Lane: ...
     def launched(self) -> None: ...
     def marker(self, lane: Lane) -> Marker: ...
+    def mixed_tokens(self) -> int: ...
 
 
 class PlainLanes:
@@ -124,6 +125,9 @@ class PlainLanes:
 
     def marker(self, lane: Lane) -> Marker:
         return self._marker(lane)
+
+    def mixed_tokens(self) -> int:
+        return 0
 
 
 class StaticLanes:
@@ -150,6 +154,9 @@ class StaticLanes:
     def marker(self, lane: Lane) -> Marker:
         return self.layouts.handoff()
 
+    def mixed_tokens(self) -> int:
+        return 0
+
 
 def _finite_us(seconds: float) -> float:
     return max(-1e12, min(1e12, seconds * 1e6))
@@ -171,7 +178,8 @@ class PolicyLanes:
             state = StepState(bucket, 0, 0, 0.0, None)
         ttft_slack_us = None if state.ttft_slack_s is None else _finite_us(state.ttft_slack_s)
         layout = self.policy.step(bucket, state.context_tokens, prefill_tokens=state.prefill_tokens,
-                                  tpot_slack_us=_finite_us(state.tpot_slack_s), ttft_slack_us=ttft_slack_us)
+                                  tpot_slack_us=_finite_us(state.tpot_slack_s), ttft_slack_us=ttft_slack_us,
+                                  kv_used=state.kv_used)
         return self.lanes[layout.key]
 
     def idle_lane(self) -> Lane:
@@ -184,6 +192,11 @@ class PolicyLanes:
 
     def marker(self, lane: Lane) -> Marker:
         return self.layouts.handoff()
+
+    def mixed_tokens(self) -> int:
+        """The prompt tokens the policy's last step runs with its decode batch (its mixed-batch
+        fallback; 0 for a policy without one)."""
+        return int(getattr(self.policy, "mixed_tokens", 0))
 
 
 class LaneDevice(Protocol):
@@ -216,6 +229,14 @@ class OverlapRunner(OverlapDevice):
 
     def prefill_marker(self, lane: Lane) -> Marker:
         return self.lanes.marker(lane)
+
+    def mixed_tokens(self) -> int:
+        return self.lanes.mixed_tokens()
+
+    def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> Pending:
+        pending = self.device.iteration(lane, plan, bucket)
+        self.lanes.launched()
+        return pending
 
 
 class ChunkedRunner:

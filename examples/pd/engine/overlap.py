@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from .admission import Live
-from .planning import Piece, PrefillCursor, bucket_for
+from .planning import ChunkedPlan, Piece, PrefillCursor, bucket_for
 from .request import Request
 from .steps import Books, DecodeStep, EngineSettings, Marker, Pending, StepResult, StepState, Wait
 
@@ -33,6 +33,13 @@ class OverlapDevice(Protocol):
     def prefill_marker(self, lane: Any) -> Marker:
         """A marker after the prefill launched so far on ``lane``."""
 
+    def mixed_tokens(self) -> int:
+        """Prompt tokens the lane choice of this step wants run with its decode batch in one
+        mixed pass on the lane (0: a decode step, prefill in pieces beside it)."""
+
+    def iteration(self, lane: Any, plan: ChunkedPlan, bucket: int) -> Pending:
+        """Launch one mixed pass of ``plan`` on ``lane``'s latency stream."""
+
 
 class OverlapScheduler:
     """Decode steps and prefill pieces (at most ``depth`` in flight) on ``device``."""
@@ -46,7 +53,7 @@ class OverlapScheduler:
         self.awaiting: list[tuple[Live, Marker]] = []  # prefill launched to the end, not seen finished
         self.joining: list[tuple[Live, Marker]] = []  # prefill finished, not yet in a decode step
         self.decoding: list[Live] = []
-        self._step: tuple[Any, list[Live], int, float, Pending] | None = None
+        self._step: tuple[Any, list[Live], int, float, Pending, ChunkedPlan | None] | None = None
 
     def add(self, request: Request) -> None:
         """``request`` has arrived."""
@@ -77,11 +84,15 @@ class OverlapScheduler:
             unstarted = list(self.cursor.queue) + self.cursor.in_batch() + waiting
             prefill_tokens = self.cursor.tokens + sum(live.request.prompt for live in waiting)
             lane = self.device.decode_lane(bucket, self.books.state(batch, bucket, prefill_tokens, unstarted, now))
-            pending = self.device.decode(lane, [live.decode_row() for live in batch], bucket,
-                                         [marker for _, marker in self.joining])
+            plan = self._mixed_plan(batch, self.device.mixed_tokens(), now)
+            if plan is not None:
+                pending = self.device.iteration(lane, plan, bucket)
+            else:
+                pending = self.device.decode(lane, [live.decode_row() for live in batch], bucket,
+                                             [marker for _, marker in self.joining])
             self.joining.clear()
-            self._step = (lane, batch, bucket, now, pending)
-        lane, batch, bucket, launched, pending = self._step
+            self._step = (lane, batch, bucket, now, pending, plan)
+        lane, batch, bucket, launched, pending, plan = self._step
         self._poll(lane, now)
         if not pending.done():
             return self.books.result(Wait.POLL)
@@ -89,7 +100,20 @@ class OverlapScheduler:
         for live in batch:
             self.books.add_token(live, now)
         self.decoding = [live for live in batch if live.finish is None]
-        return self.books.result(Wait.NONE, DecodeStep(launched, now, len(batch), bucket, lane.key))
+        for part in plan.parts if plan is not None else ():
+            if part.completes:
+                self.books.first_token(part.live, now)
+                if part.live.finish is None:
+                    self.decoding.append(part.live)
+        key = lane.key if plan is None else f"{lane.key} mixed"
+        return self.books.result(Wait.NONE, DecodeStep(launched, now, len(batch), bucket, key))
+
+    def _mixed_plan(self, batch: list[Live], tokens: int, now: float) -> ChunkedPlan | None:
+        """The mixed pass the lane choice asked for: the decode batch and up to ``tokens`` queued
+        prompt tokens, when no prefill batch is part way through its pieces (None otherwise)."""
+        if tokens <= 0 or self.cursor.in_batch() or not self.cursor.queue:
+            return None
+        return ChunkedPlan(tuple(batch), tuple(self.cursor.queue.take(tokens, now)))
 
     def _poll(self, lane: Any, now: float) -> None:
         """Between two looks at the device: admit arrivals, take in the prefills seen finished,

@@ -81,13 +81,14 @@ class StepState:
     padded) and the context tokens its requests hold; prompt tokens waiting for prefill; the
     smallest TPOT slack of the decoding requests (their token budget at the TPOT SLO so far less
     the time taken) and the smallest TTFT slack of the requests without a first token (None:
-    none waiting), in seconds."""
+    none waiting), in seconds; the share of the KV slots held."""
 
     bucket: int
     context_tokens: int
     prefill_tokens: int
     tpot_slack_s: float
     ttft_slack_s: float | None
+    kv_used: float = 0.0  # the share of the KV slots held
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +144,9 @@ class Books:
         requests holding a slot that have no first token yet."""
         slo = self.settings.slo
         context = sum(live.request.prompt + live.tokens for live in decoding)
+        kv_used = self.admission.held / self.admission.slots
         if slo is None:
-            return StepState(bucket, context, prefill_tokens, float("inf"), None)
+            return StepState(bucket, context, prefill_tokens, float("inf"), None, kv_used)
         tpot = min(((live.tokens - 1) * slo.tpot - (now - live.first_token) for live in decoding
                     if live.first_token is not None), default=float("inf"))
         waiting = self.admission.waiting
@@ -155,4 +157,4 @@ class Books:
         else:
             arrivals = [live.request.arrival for live in unstarted] + [r.arrival for r in waiting]
             ttft = min(arrivals) + slo.ttft - now if arrivals else None
-        return StepState(bucket, context, prefill_tokens, tpot, ttft)
+        return StepState(bucket, context, prefill_tokens, tpot, ttft, kv_used)

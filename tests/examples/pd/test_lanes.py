@@ -132,15 +132,15 @@ def test_policy_lanes_pass_the_step_state_in_the_policys_units():
     lanes = PolicyLanes(policy, layouts, prefix="o")
     assert [lane.key for lane in lanes.all()] == ["o0", "o132", "o16/64"]
     runner = OverlapRunner(FakeEngine(), lanes)
-    lane = runner.decode_lane(8, StepState(8, 9000, 2048, 0.004, -0.25))
+    lane = runner.decode_lane(8, StepState(8, 9000, 2048, 0.004, -0.25, 0.75))
     assert (lane.key, lane.latency) == ("o16/64", "latency(16, 64)")
     assert policy.calls[-1] == ("step", 8, 9000, {"prefill_tokens": 2048, "tpot_slack_us": 4000.0,
-                                                  "ttft_slack_us": -250000.0})
+                                                  "ttft_slack_us": -250000.0, "kv_used": 0.75})
     runner.decode(lane, [(0, 10)], 8, [])
     assert policy.calls[-1] == ("done",)
     # Unbounded slack (no SLO) reaches the policy as a finite number; no waiting prompt as None.
     lanes.decode_lane(8, StepState(8, 0, 0, float("inf"), None))
-    assert policy.calls[-1][3] == {"prefill_tokens": 0, "tpot_slack_us": 1e12, "ttft_slack_us": None}
+    assert policy.calls[-1][3] == {"prefill_tokens": 0, "tpot_slack_us": 1e12, "ttft_slack_us": None, "kv_used": 0.0}
     assert lanes.idle_lane().key == "o0" and layouts.active == 0
     assert isinstance(lanes.marker(lane), FakeHandoff)
     assert key_label((32, 32)) == "32/32" and key_label(16) == "16"

@@ -107,6 +107,9 @@ class SimDevice:
     def prefill_marker(self, lane) -> Done:
         return Done(self.clock, self.busy["batch"])
 
+    def mixed_tokens(self) -> int:
+        return 0
+
     # ChunkedEngine
     def iteration(self, plan, bucket) -> Done:
         assert plan.tokens <= self.budget

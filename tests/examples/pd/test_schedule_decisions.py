@@ -95,6 +95,9 @@ class RecordingDevice:
         self.log.append([self.clock.t, "marker", lane.key])
         return Done(self.clock, self.busy["batch"])
 
+    def mixed_tokens(self) -> int:
+        return 0
+
     def iteration(self, plan, bucket):
         self.log.append([self.clock.t, "iteration", [list(live.decode_row()) for live in plan.decode],
                          [[p.live.request.id, p.start, p.length, p.completes] for p in plan.parts], bucket])

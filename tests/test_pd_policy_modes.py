@@ -1,0 +1,183 @@
+"""PrefillDecodePolicy's options (no GPU): the static anchor, the worst-case contention guard
+that cannot lock a layout out, the dwell that stops flapping, the P99 and DistServe modes, KV
+pressure and the mixed-batch fallback, each changing the choice the way it claims; bad options
+and observations refused."""
+
+import math
+
+import pytest
+
+from tests.test_pd_policy import FakeLayouts, make_profile, step_us
+from torch_green_contexts.pd_policy import PrefillDecodePolicy
+from torch_green_contexts.step_policy import StepPolicy
+
+
+class ManualTimer:
+    """Steps timed by hand: ``read`` hands out the latencies ``finish`` gave, in order."""
+
+    def __init__(self):
+        self.pending, self._open, self.done = [], None, []
+
+    def begin(self, key, tag, stream, step, timed=True):
+        self._open = (key, tag) if timed else None
+
+    def end(self):
+        if self._open is not None:
+            self.pending.append(self._open)
+            self._open = None
+
+    def finish(self, latency_us):
+        self.done += [(key, tag, latency_us) for key, tag in self.pending]
+        self.pending = []
+
+    def read(self, observe):
+        done, self.done = self.done, []
+        for key, tag, us in done:
+            observe(key, tag, us)
+        return len(done)
+
+
+# A decode step of 16 requests holding 64k tokens (tests/test_pd_policy.py): 10.3 ms on 16 SMs, 5.2
+# on layout 0 (beside prefill on the whole device), 4.1 on (16, 64), 2.6 on 64 SMs, 1.3 on all; one
+# request of 1k tokens: 8.0, 4.0, 3.2, 2.0 and 1.0 ms. The step budget is 5 ms less 5%.
+BATCH, CONTEXT = 16, 64_000
+LIGHT = (1, 1_000)
+
+
+def policy(**options):
+    timer = options.pop("timer", ManualTimer())
+    return PrefillDecodePolicy(make_profile(), FakeLayouts(), tpot_slo_us=5000, timer=timer, read_every=1, **options)
+
+
+def test_both_policies_are_step_policies():
+    from tests.test_profile_policy import FakeLayouts as CountLayouts, make_profile as latency_profile
+    from torch_green_contexts.policy import SplitPolicy
+
+    pd, split = policy(), SplitPolicy(latency_profile(), CountLayouts(), slo_us=5000)
+    assert isinstance(pd, StepPolicy) and isinstance(split, StepPolicy)  # the protocol is runtime-checkable
+    assert pd.idle_key() == 0 and split.idle_key() == 0  # all SMs to prefill while nothing decodes
+    assert not isinstance(object(), StepPolicy)
+
+
+def test_without_options_the_budget_rule_is_unchanged():
+    legacy, plain = policy(), policy(dwell_steps=0, guard=False, mode="distserve")
+    for figures in ((BATCH, CONTEXT, 4096), (64, 256_000, 100), (1, 1_000, 10)):
+        assert legacy.choose(*figures[:2], prefill_tokens=figures[2]) == plain.choose(*figures[:2], prefill_tokens=figures[2])
+    assert legacy.options.legacy and legacy.choose(BATCH, CONTEXT, prefill_tokens=4096) == (16, 64)
+    assert step_us((16, 64), BATCH, CONTEXT) < 4750 < step_us(0, BATCH, CONTEXT)
+
+
+def test_the_anchor_is_kept_while_it_fits_and_left_upwards_or_for_a_late_prompt():
+    p = policy(anchor=64)
+    # (16, 64) fits and gives prefill more SMs, but the anchor fits too: it stays.
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, ttft_slack_us=5e5) == 64
+    # A light step and a late prompt: the layout with fewer decode SMs that fits (all SMs to prefill).
+    assert p.choose(*LIGHT, prefill_tokens=4096, ttft_slack_us=5e5) == 64
+    assert p.choose(*LIGHT, prefill_tokens=4096, ttft_slack_us=-1.0) == 0
+    # The anchor breaks the budget (a heavy step): the smallest layout with more decode SMs that fits.
+    heavy = (64, 512_000)
+    assert step_us(64, *heavy) > 4750 and p.choose(*heavy, prefill_tokens=4096) == 132
+    # Without the anchor the budget rule sizes decode to the edge.
+    assert policy().choose(BATCH, CONTEXT, prefill_tokens=4096, ttft_slack_us=5e5) == (16, 64)
+
+
+def test_the_guard_learns_the_worst_slowdown_and_cannot_lock_a_layout_out():
+    timer = ManualTimer()
+    p = policy(guard=True, guard_half_life_steps=50, timer=timer)
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096) == (16, 64)
+    p.step(BATCH, CONTEXT, prefill_tokens=4096)
+    p.done()
+    timer.finish(1.5 * step_us((16, 64), BATCH, CONTEXT))  # 1.5 times the profile's figure
+    p.update()
+    assert p.stats()["guard"]["(16, 64)"][2] == pytest.approx(1.5)
+    # Guarded, (16, 64) no longer fits: the next layout by batch SMs that fits is 64.
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096) == 64
+    # A slowdown on 64 SMs is at least as large on layouts with fewer: 16 is guarded as much.
+    p._guard.observe(64, 2, 1.5)
+    assert p.estimate(16, BATCH, CONTEXT, prefill_tokens=4096) >= 1.5 * step_us(16, BATCH, CONTEXT)
+    # Nothing more is seen on (16, 64): the guard decays, and the layout is chosen again.
+    for _ in range(1000):
+        p.step(1, 1_000)  # no prefill waiting: steps elsewhere
+        p.done()
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096) == (16, 64)
+    # The guard is per load class: a step with no prefill beside it changed nothing there.
+    assert p.stats()["guard"]["64"][0] == 1.0
+
+
+def test_a_dwell_stops_the_layout_from_flapping():
+    def alternate(p, steps):
+        switches, last = 0, None
+        for i in range(steps):
+            late = -1.0 if i % 2 else 5e5  # a prompt late every other step: down, then back to the anchor
+            p.step(*LIGHT, prefill_tokens=4096, ttft_slack_us=late)
+            p.done()
+            key = p._current
+            switches += key != last
+            last = key
+        return switches
+
+    assert alternate(policy(anchor=64), 40) >= 39
+    assert alternate(policy(anchor=64, dwell_steps=10), 40) <= 8
+
+
+def test_p99_mode_spends_no_slack_and_distserve_mode_does():
+    slack = 6000.0  # the running requests' TPOT slack: with all of it 16 SMs (10.3 ms) would fit
+    distserve = policy(mode="distserve", slack_share=1.0, anchor=64)
+    p99 = policy(mode="p99", slack_share=1.0, anchor=64)
+    assert distserve.budget_us(slack) == pytest.approx(10750) and p99.budget_us(slack) == pytest.approx(4750)
+    figures = dict(prefill_tokens=4096, tpot_slack_us=slack, ttft_slack_us=-1.0)
+    assert distserve.choose(BATCH, CONTEXT, **figures) == 0  # spends the slack on prefill
+    assert p99.choose(BATCH, CONTEXT, **figures) == 64  # keeps every step within the budget
+    assert p99.options.guard and not distserve.options.guard
+
+
+def test_kv_pressure_puts_decode_first_when_full_and_prefill_first_when_empty():
+    p = policy(anchor=64, kv_pressure=(0.8, 0.3))
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.9) == 132  # the fastest
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.1) == (16, 64)  # the budget rule
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.5) == 64  # the anchor
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096) == 64  # unknown: the anchor
+
+
+def test_a_light_prefill_queue_runs_as_one_mixed_step_on_the_whole_device():
+    mixed = lambda batch, context, tokens: step_us(132, batch, context) + 5 * tokens  # noqa: E731
+    p = policy(anchor=64, mixed_step_us=mixed, mixed_tokens=256)
+    layout = p.step(BATCH, CONTEXT, prefill_tokens=200)
+    assert layout.sm_count == 132 and p.mixed_tokens == 200 and p.stats()["mixed_steps"] == 1
+    p.done()
+    assert not p._timer.pending, "a mixed step is not timed as a decode step"
+    p.step(BATCH, CONTEXT, prefill_tokens=2000)  # more than the fallback takes
+    assert p.mixed_tokens == 0 and p.choose(BATCH, CONTEXT, prefill_tokens=2000) == 64
+    too_slow = policy(mixed_step_us=lambda b, c, t: 1e6, mixed_tokens=256)
+    too_slow.step(BATCH, CONTEXT, prefill_tokens=200)
+    assert too_slow.mixed_tokens == 0
+
+
+@pytest.mark.parametrize("options, error, message", [
+    ({"mode": "p90"}, ValueError, "mode must be one of 'distserve', 'p99'"),
+    ({"anchor": 48}, ValueError, "anchor 48 is not a layout"),
+    ({"guard": "yes"}, TypeError, "guard"),
+    ({"guard_half_life_steps": 0}, ValueError, "guard_half_life_steps"),
+    ({"guard_classes": (2048, 0)}, ValueError, "strictly ascending"),
+    ({"dwell_steps": -1}, ValueError, "dwell_steps"),
+    ({"kv_pressure": (0.3, 0.8)}, ValueError, "0 <= low < high <= 1"),
+    ({"kv_pressure": 0.8}, TypeError, "kv_pressure must be"),
+    ({"mixed_step_us": 5.0}, TypeError, "mixed_step_us must be a callable"),
+    ({"mixed_tokens": 0}, ValueError, "mixed_tokens"),
+])
+def test_bad_options_name_what_is_allowed(options, error, message):
+    with pytest.raises(error, match=message):
+        policy(**options)
+
+
+def test_bad_observations_and_kv_shares_are_refused_not_folded_in():
+    p = policy(guard=True)
+    for bad in (math.nan, math.inf, -1.0):
+        with pytest.raises(ValueError):
+            p.observe(64, BATCH, CONTEXT, bad)
+    with pytest.raises(ValueError, match="a slowdown must be a finite number above 0"):
+        p._guard.observe(64, 0, math.nan)
+    assert p.stats()["guard"]["64"] == [1.0, 1.0, 1.0]
+    for bad, error in ((1.5, ValueError), (-0.1, ValueError), ("full", TypeError), (math.nan, ValueError)):
+        with pytest.raises(error, match="kv_used"):
+            p.choose(BATCH, CONTEXT, prefill_tokens=10, kv_used=bad)

@@ -1,0 +1,61 @@
+"""The rules :class:`~torch_green_contexts.pd_policy.PrefillDecodePolicy` picks a layout by,
+over the layouts' estimates for the step at hand. Plain Python.
+
+- Without decode work prefill gets the most SMs; without waiting prefill decode does.
+- The budget rule: among the layouts whose estimate fits the step budget, the one giving prefill
+  the most SMs; when none fits, the fastest.
+- With an anchor (the best static split for the SLOs): the anchor while its estimate fits; a
+  layout with more decode SMs when it does not; one with fewer only while a waiting prompt is
+  late (its TTFT slack gone).
+- Under KV pressure: decode first (the fastest layout) above the high share of the KV cache in
+  use, the budget rule below the low one.
+- Moving to fewer decode SMs waits ``dwell_steps`` on the current layout and needs the estimate
+  ``hysteresis`` below the budget; moving to more is never held back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Hashable, Sequence, TypeVar
+
+from ._pd_options import Options
+
+K = TypeVar("K", bound=Hashable)
+
+
+def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimate: Callable[[K], float], budget: float,
+           options: Options, *, current: K | None, steps_on_current: int, hysteresis: float,
+           ttft_slack_us: float | None, kv_used: float | None) -> K:
+    """The layout for a decode step while prefill waits (``keys_by_prefill``: most batch SMs
+    first; ``sms``: each layout's latency SMs)."""
+    estimates = {k: estimate(k) for k in keys_by_prefill}
+    fastest = min(keys_by_prefill, key=lambda k: (estimates[k], -sms[k]))
+    fitting = [k for k in keys_by_prefill if estimates[k] <= budget]
+    by_budget = fitting[0] if fitting else fastest
+    pressure = options.kv_pressure
+    late = ttft_slack_us is not None and ttft_slack_us <= 0
+    if pressure is not None and kv_used is not None and kv_used >= pressure[0]:
+        target = fastest
+    elif pressure is not None and kv_used is not None and kv_used <= pressure[1]:
+        target = by_budget
+    elif options.anchor is not None:
+        anchor: K = options.anchor  # type: ignore[assignment]  # checked to be one of the keys
+        if estimates[anchor] <= budget:
+            smaller = [k for k in fitting if sms[k] < sms[anchor]]
+            target = smaller[0] if late and smaller else anchor
+        else:
+            larger = sorted((k for k in fitting if sms[k] > sms[anchor]), key=lambda k: sms[k])
+            target = larger[0] if larger else fastest
+    else:
+        target = by_budget
+    if current is None or current not in estimates or target == current or sms[target] >= sms[current]:
+        return target
+    held = steps_on_current < options.dwell_steps or estimates[target] > budget * (1.0 - hysteresis)
+    if held and estimates[current] <= budget:
+        return current
+    return target
+
+
+def mixed_fits(mixed_us: float, budget: float) -> bool:
+    """A mixed step of this estimate fits the step budget."""
+    return math.isfinite(mixed_us) and mixed_us <= budget

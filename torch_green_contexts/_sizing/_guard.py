@@ -1,0 +1,61 @@
+"""A worst-case contention guard, learned online, that cannot lock a layout out.
+
+Per layout and class of prefill load beside it, the largest slowdown seen (a step's measured
+latency over the profile's figure for it), decaying towards no slowdown with a half-life in steps
+from when it was seen, so that a layout avoided after one slow step is tried again later. A
+slowdown seen on a layout is at least as large on layouts with fewer latency SMs: their guard is
+never below it. Plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Hashable, Iterable, Sequence
+
+
+class ContentionGuard:
+    """``layouts`` pairs each layout's key with its latency SM count; ``classes`` are the
+    ascending upper bounds of prefill tokens beside a step that end each load class (the last
+    class is everything above)."""
+
+    def __init__(self, layouts: Iterable[tuple[Hashable, int]], classes: Sequence[int], *, half_life_steps: int) -> None:
+        self._sms = dict(layouts)
+        self.classes = tuple(classes)
+        self._half_life = float(half_life_steps)
+        self._now = 0
+        self._seen: dict[tuple[Hashable, int], tuple[float, int]] = {}  # (key, class) -> (largest, step seen)
+        self._by_sms = sorted(self._sms, key=lambda k: -self._sms[k])
+
+    def load_class(self, prefill_tokens: float) -> int:
+        """The class of a step beside ``prefill_tokens`` waiting prompt tokens."""
+        return next((i for i, bound in enumerate(self.classes) if prefill_tokens <= bound), len(self.classes))
+
+    def tick(self, steps: int = 1) -> None:
+        self._now += steps
+
+    def observe(self, key: Hashable, load_class: int, slowdown: float) -> None:
+        """A step on ``key`` in ``load_class`` took ``slowdown`` times the profile's figure;
+        ValueError for a slowdown that is not a finite number above 0."""
+        if not (isinstance(slowdown, (int, float)) and math.isfinite(slowdown) and slowdown > 0):
+            raise ValueError(f"a slowdown must be a finite number above 0, got {slowdown!r}")
+        if key not in self._sms:
+            raise ValueError(f"no layout {key!r} to guard; have {list(self._sms)}")
+        now = self._decayed(key, load_class)
+        if slowdown >= now:
+            self._seen[(key, load_class)] = (slowdown, self._now)
+
+    def factor(self, key: Hashable, load_class: int) -> float:
+        """The guard of ``key`` in ``load_class`` now: at least 1, at least its own decayed
+        largest slowdown, and at least that of every layout with more latency SMs."""
+        sms = self._sms[key]
+        return max([1.0] + [self._decayed(k, load_class) for k in self._by_sms if self._sms[k] >= sms])
+
+    def _decayed(self, key: Hashable, load_class: int) -> float:
+        largest, seen = self._seen.get((key, load_class), (1.0, self._now))
+        if largest <= 1.0:
+            return 1.0
+        return float(1.0 + (largest - 1.0) * 0.5 ** ((self._now - seen) / self._half_life))
+
+    def table(self) -> dict[str, list[float]]:
+        """Every layout's guard per class now (JSON keys)."""
+        return {str(k): [round(self.factor(k, c), 4) for c in range(len(self.classes) + 1)] for k in self._sms}
