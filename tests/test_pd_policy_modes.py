@@ -74,9 +74,14 @@ def test_the_anchor_is_kept_while_it_fits_and_left_upwards_or_for_a_late_prompt(
     # A light step and a late prompt: the layout with fewer decode SMs that fits (all SMs to prefill).
     assert p.choose(*LIGHT, prefill_tokens=4096, ttft_slack_us=5e5) == 64
     assert p.choose(*LIGHT, prefill_tokens=4096, ttft_slack_us=-1.0) == 0
-    # The anchor breaks the budget (a heavy step): the smallest layout with more decode SMs that fits.
+    # The anchor breaks the budget (a heavy step) and no split with more decode SMs fits: the
+    # fastest split, never the end layout with every SM to decode (prefill would run on them).
     heavy = (64, 512_000)
-    assert step_us(64, *heavy) > 4750 and p.choose(*heavy, prefill_tokens=4096) == 132
+    assert step_us(64, *heavy) > 4750 and p.choose(*heavy, prefill_tokens=4096) == 64
+    assert p.choose(*heavy, prefill_tokens=0) == 132  # with no prefill waiting, every SM to decode
+    wider = policy(anchor=(16, 64))  # 68 decode SMs; 64 has fewer but is faster
+    assert wider.choose(BATCH, CONTEXT, prefill_tokens=4096) == (16, 64)
+    assert wider.choose(*heavy, prefill_tokens=4096) == 64  # the anchor breaks the budget: the fastest split
     # Without the anchor the budget rule sizes decode to the edge.
     assert policy().choose(BATCH, CONTEXT, prefill_tokens=4096, ttft_slack_us=5e5) == (16, 64)
 
@@ -132,11 +137,11 @@ def test_p99_mode_spends_no_slack_and_distserve_mode_does():
 
 
 def test_kv_pressure_puts_decode_first_when_full_and_prefill_first_when_empty():
-    p = policy(anchor=64, kv_pressure=(0.8, 0.3))
-    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.9) == 132  # the fastest
-    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.1) == (16, 64)  # the budget rule
-    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.5) == 64  # the anchor
-    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096) == 64  # unknown: the anchor
+    p = policy(anchor=(16, 64), kv_pressure=(0.8, 0.3))
+    assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.9) == 64  # the fastest split
+    assert p.choose(*LIGHT, prefill_tokens=4096, kv_used=0.1) == 0  # the budget rule: prefill first
+    assert p.choose(*LIGHT, prefill_tokens=4096, kv_used=0.5) == (16, 64)  # the anchor
+    assert p.choose(*LIGHT, prefill_tokens=4096) == (16, 64)  # unknown: the anchor
 
 
 def test_a_light_prefill_queue_runs_as_one_mixed_step_on_the_whole_device():

@@ -128,7 +128,7 @@ class PrefillDecodePolicy:
         self.options = _pd_options.check(mode, anchor, mode == "p99" if guard is None else guard, guard_classes,
                                          guard_half_life_steps, dwell_steps, kv_pressure, mixed_step_us, mixed_tokens,
                                          keys)
-        self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count) for k in keys),
+        self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count, self._is_split(k)) for k in keys),
                                              self.options.guard_classes,
                                              half_life_steps=self.options.guard_half_life_steps)
         self._current: _layout_build.LayoutKey | None = None
@@ -164,6 +164,10 @@ class PrefillDecodePolicy:
         self._timer.begin(key, (batch, context_tokens, load_class), layout.latency_stream, self._steps,
                           timed=batch > 0 and not self.mixed_tokens)
         return layout
+
+    def _is_split(self, key: _layout_build.LayoutKey) -> bool:
+        layout = self._layouts[key]
+        return bool(layout.sm_count > 0 and layout.batch_sm_count > 0)
 
     def idle_key(self) -> _layout_build.LayoutKey:
         """The layout while no request decodes: the one giving prefill the most SMs."""
@@ -209,8 +213,11 @@ class PrefillDecodePolicy:
             mixed_us = o.mixed_step_us(int(batch), int(context_tokens), tokens)
             if _pd_choice.mixed_fits(mixed_us * self._factor(self._most_decode, load_class), budget):
                 return self._most_decode, tokens
+        # While prefill waits, decode keeps a split or gives prefill every SM: the end layout with
+        # every SM to decode would run the prefill pieces on decode's SMs.
+        candidates = [k for k in self._by_prefill if self._layouts[k].batch_sm_count > 0]
         key = _pd_choice.choose(
-            self._by_prefill, {k: self._layouts[k].sm_count for k in self._layouts},
+            candidates, {k: self._layouts[k].sm_count for k in self._layouts},
             lambda k: self._estimate(k, batch, context_tokens, load_class), budget, o, current=self._current,
             steps_on_current=self._since_switch, hysteresis=self._hysteresis, ttft_slack_us=ttft_slack_us,
             kv_used=kv_used)

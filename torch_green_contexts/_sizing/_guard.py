@@ -3,8 +3,9 @@
 Per layout and class of prefill load beside it, the largest slowdown seen (a step's measured
 latency over the profile's figure for it), decaying towards no slowdown with a half-life in steps
 from when it was seen, so that a layout avoided after one slow step is tried again later. A
-slowdown seen on a layout is at least as large on layouts with fewer latency SMs: their guard is
-never below it. Plain Python.
+slowdown seen on a split is at least as large on splits with fewer latency SMs: their guard is
+never below it. (An end layout, all SMs to one side, runs the other side's work on the same SMs:
+what it sees says nothing of a split.) Plain Python.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ from typing import Hashable, Iterable, Sequence
 
 
 class ContentionGuard:
-    """``layouts`` pairs each layout's key with its latency SM count; ``classes`` are the
-    ascending upper bounds of prefill tokens beside a step that end each load class (the last
-    class is everything above)."""
+    """``layouts`` gives each layout's key, its latency SM count and whether it is a split (both
+    sides have SMs of their own); ``classes`` are the ascending upper bounds of prefill tokens
+    beside a step that end each load class (the last class is everything above)."""
 
-    def __init__(self, layouts: Iterable[tuple[Hashable, int]], classes: Sequence[int], *, half_life_steps: int) -> None:
-        self._sms = dict(layouts)
+    def __init__(self, layouts: Iterable[tuple[Hashable, int, bool]], classes: Sequence[int], *,
+                 half_life_steps: int) -> None:
+        entries = list(layouts)
+        self._sms = {k: sms for k, sms, _ in entries}
+        self._splits = {k for k, _, split in entries if split}
         self.classes = tuple(classes)
         self._half_life = float(half_life_steps)
         self._now = 0
         self._seen: dict[tuple[Hashable, int], tuple[float, int]] = {}  # (key, class) -> (largest, step seen)
-        self._by_sms = sorted(self._sms, key=lambda k: -self._sms[k])
 
     def load_class(self, prefill_tokens: float) -> int:
         """The class of a step beside ``prefill_tokens`` waiting prompt tokens."""
@@ -46,9 +49,11 @@ class ContentionGuard:
 
     def factor(self, key: Hashable, load_class: int) -> float:
         """The guard of ``key`` in ``load_class`` now: at least 1, at least its own decayed
-        largest slowdown, and at least that of every layout with more latency SMs."""
-        sms = self._sms[key]
-        return max([1.0] + [self._decayed(k, load_class) for k in self._by_sms if self._sms[k] >= sms])
+        largest slowdown, and for a split at least that of every split with more latency SMs."""
+        sms, own = self._sms[key], self._decayed(key, load_class)
+        if key not in self._splits:
+            return max(1.0, own)
+        return max([1.0, own] + [self._decayed(k, load_class) for k in self._splits if self._sms[k] >= sms])
 
     def _decayed(self, key: Hashable, load_class: int) -> float:
         largest, seen = self._seen.get((key, load_class), (1.0, self._now))

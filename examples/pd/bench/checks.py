@@ -58,6 +58,12 @@ def check(s: cli.Settings) -> str | None:
         return "--overlapped floors must not be negative"
     if not 0 <= s.policy_headroom < 1:
         return f"--policy-headroom must be at least 0 and below 1, got {s.policy_headroom}"
+    if s.policy_dwell < 0 or s.policy_mixed_tokens < 0:
+        return f"--policy-dwell and --policy-mixed-tokens must not be negative, got {s.policy_dwell}, " \
+               f"{s.policy_mixed_tokens}"
+    pressure = s.policy_kv_pressure
+    if pressure is not None and not (len(pressure) == 2 and 0 <= pressure[1] < pressure[0] <= 1):
+        return f"--policy-kv-pressure must be high,low with 0 <= low < high <= 1, got {','.join(map(str, pressure))}"
     if not 0 <= s.slack_share <= 1:
         return f"--slack-share must be between 0 and 1, got {s.slack_share}"
     if any(not 0 <= v <= 1 for v in s.more_slack_shares):

@@ -13,7 +13,7 @@ from .options import DEFAULT_SCHEDULERS, SCHEDULERS, parser
 from .workload import WORKLOADS, Lengths
 
 __all__ = ["DEFAULT_COUNTS", "DEFAULT_SCHEDULERS", "SCHEDULERS", "SPLITS", "Settings", "parse", "parser",
-           "policy_shares", "settings_dict", "with_earlier_shares"]
+           "policy_modes", "policy_shares", "settings_dict", "settings_from", "with_earlier_shares"]
 
 DEFAULT_COUNTS = (0, 16, 24, 32, 48, 64, 96)  # and the device's SM count
 SPLITS = ("static", "static-overlap", "pd", "pd-overlap", "policy")
@@ -57,6 +57,10 @@ class Settings:
     policy_headroom: float
     slack_share: float
     more_slack_shares: tuple[float, ...]
+    policy_modes: tuple[str, ...]
+    policy_dwell: int
+    policy_kv_pressure: tuple[float, ...] | None
+    policy_mixed_tokens: int
     chunk: int
     piece_layers: int
     prefill_depth: int
@@ -129,8 +133,9 @@ def parse(argv: Sequence[str] | None = None, doc: str | None = None, prog: str =
         values["piece_layers"] = max(1, values["layers"] // 8)
     if a.calibrate_only:  # every lane a sweep may run on
         values["schedulers"] = DEFAULT_SCHEDULERS
-    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares"):
+    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares", "policy_modes"):
         values[name] = tuple(dict.fromkeys(values[name]))
+    values["policy_modes"] = tuple(m for m in values["policy_modes"] if m != "none")
     settings = Settings(**values)
     error = check(settings)
     if error:
@@ -142,6 +147,12 @@ def policy_shares(s: Settings) -> list[tuple[str, float]]:
     """The two-SLO policies' configurations as (label, slack_share): --slack-share unlabelled
     (as sweeps before --more-slack-shares recorded it), then each of --more-slack-shares."""
     return [("", s.slack_share)] + [(f"slack {v:g}", v) for v in s.more_slack_shares]
+
+
+def policy_modes(s: Settings) -> list[tuple[str, str]]:
+    """The two-SLO policies' configurations with the policy's own options, as (label, mode):
+    each of --policy-modes, anchored at the planned best static split for its metric."""
+    return [(f"{mode} mode", mode) for mode in s.policy_modes]
 
 
 def with_earlier_shares(s: Settings, earlier_settings: dict[str, Any]) -> Settings:

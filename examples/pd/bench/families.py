@@ -26,26 +26,21 @@ class Runs(Protocol):
     def run(self, config: Config, seed: int, rate: float,
             progress: Callable[[int, int, float], Any] | None = None) -> dict[str, Any]: ...
 
-    def static_configs(self, scheduler: str, runs: list[dict[str, Any]],
-                       order: str) -> tuple[list[Config], dict[str, Any]]: ...
+    def static_configs(self, scheduler: str, order: str) -> tuple[list[Config], dict[str, Any]]: ...
+
+    def notes(self) -> dict[str, Any]: ...
 
 
 def family_configs(name: str, s: cli.Settings, order: str) -> list[Config]:
     """The configurations a scheduler other than the static ones runs, in ``order``: chunked
-    prefill one per budget, the two-SLO policies one per slack share, the others one."""
+    prefill one per budget, the two-SLO policies one per slack share and one per mode, the others
+    one."""
     if name == "chunked":
         return [Config(name, f"budget {b}", b, order) for b in s.budgets]
     if name in ("pd", "pd-overlap"):
-        return [Config(name, label, share, order) for label, share in cli.policy_shares(s)]
+        return ([Config(name, label, share, order) for label, share in cli.policy_shares(s)]
+                + [Config(name, label, mode, order) for label, mode in cli.policy_modes(s)])
     return [Config(name, "", None, order)]
-
-
-def static_basis(runs: list[dict[str, Any]], before: Sequence[str]) -> list[dict[str, Any]]:
-    """The runs a static scheduler's candidates are chosen from: those of the families run
-    before it, less the policies' further slack shares, so that adding a share changes no
-    static split's candidates."""
-    return [r for r in runs if r["scheduler"] in before
-            and not (r["scheduler"] in ("pd", "pd-overlap") and r["config"].startswith("slack "))]
 
 
 def run_families(bench: Runs, s: cli.Settings, results: dict[str, Any], earlier: dict[str, Any],
@@ -81,17 +76,18 @@ def run_families(bench: Runs, s: cli.Settings, results: dict[str, Any], earlier:
     results["chosen"] = {k: v for k, v in earlier.get("chosen", {}).items() if k not in s.rerun}
     results.update({k: v for k, v in earlier.items() if k.endswith("_candidates") and k[:-11] not in s.rerun})
     try:
-        for i, name in enumerate(FAMILIES):
+        for name in FAMILIES:
             if name not in s.schedulers:
                 continue
             first = s.admission[0]
-            if name.startswith("static"):  # from the runs of the families before it, as when first run
-                configs, why = bench.static_configs(name, static_basis(all_runs(), FAMILIES[:i]), first)
+            if name.startswith("static"):  # the planner's, simulated from the calibration
+                configs, why = bench.static_configs(name, first)
                 results[f"{name}_candidates"] = why
             else:
                 configs = family_configs(name, s, first)
             chosen = sweep.family(configs, s.admission[1:])
             results["chosen"][name] = {metric: c.name for metric, c in chosen.items()}
+            results.update(bench.notes())
             results["runs"] = all_runs()
             dump(results, out)
         results["incomplete"] = None

@@ -95,6 +95,16 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
         help="further slack_share values the two-SLO policies also run at, each a configuration of its own "
         "(labelled 'slack S'); 0 keeps each step's modelled p99 within the TPOT budget unless a waiting prompt is "
         "late, for the P99 metric (default: none)")
+    add("--policy-modes", type=_list(_mode, "modes among distserve, p99"), default=("distserve", "p99"),
+        help="further configurations of the two-SLO policies, one per mode of PrefillDecodePolicy: anchored at the "
+        "planned best static split for the mode's metric, with the worst-case guard, a dwell, KV pressure and the "
+        "mixed-batch fallback (labelled 'distserve mode', 'p99 mode'; 'none' runs none) (default distserve,p99)")
+    add("--policy-dwell", type=int, default=16, help="steps those configurations stay on a layout before giving "
+        "decode fewer SMs (default 16)")
+    add("--policy-kv-pressure", type=_list(float, "two shares, high,low"), default=(0.85, 0.3),
+        help="the KV shares in use above which decode goes first and below which prefill does (default 0.85,0.3)")
+    add("--policy-mixed-tokens", type=int, default=256, help="most waiting prompt tokens those configurations run as "
+        "one mixed batch on the whole device when it fits the TPOT SLO; 0: never (default 256)")
     add("--chunk", type=int, default=2048, help="prefill batch, tokens, of the overlapping schedulers (default 2048)")
     add("--piece-layers", type=int, help="layers per prefill piece (default layers/8, at least 1)")
     add("--prefill-depth", type=int, default=2, help="prefill pieces kept queued (default 2)")
@@ -128,6 +138,12 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
     add("--device", type=int, default=0, help="CUDA device (default 0)")
     add("--quiet", action="store_true", help="no progress lines on stderr")
     return p
+
+
+def _mode(name: str) -> str:
+    if name.strip() not in ("distserve", "p99", "none"):
+        raise ValueError(name)
+    return name.strip()
 
 
 def _order(name: str) -> str:

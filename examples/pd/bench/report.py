@@ -21,6 +21,7 @@ import sys
 from typing import Any, Sequence
 
 from ..._plots import optional_plot
+from .comparisons import BASELINES, comparison
 from .metrics import METRIC_NAMES, METRICS, metric_goodput, slo_from_json
 
 NAMES = {
@@ -32,8 +33,6 @@ NAMES = {
     "pd-overlap": "two-SLO policy, overlapped layouts",
     "policy": "split policy (TPOT only)",
 }
-GREEN = ("static", "static-overlap", "pd", "pd-overlap", "policy")
-BASELINES = ("chunked", "streams")
 
 
 def dump(results: dict[str, Any], path: str) -> None:
@@ -96,33 +95,6 @@ def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
                     how = "highest mean goodput"
                 fam[metric] = {"best": best, "chosen_by": how, **configs[best], "configs": configs}
         out[name] = fam
-    return out
-
-
-def comparison(families: dict[str, Any]) -> dict[str, Any]:
-    """Per metric: the best green-context scheduler (highest mean goodput) over chunked prefill
-    and over plain streams: the ratio of mean goodputs, and ``tie`` when the difference is
-    within the larger of the two seeds' spreads. ``provisional`` names the schedulers of a
-    comparison whose figure has not run on every seed (its spread is unknown)."""
-    out: dict[str, Any] = {}
-    for metric in METRICS:
-        green = {n: families[n][metric] for n in GREEN if metric in families.get(n, {})}
-        if not green:
-            continue
-        best = max(green, key=lambda n: green[n]["mean"])
-        entry: dict[str, Any] = {"best_green": best, "config": green[best]["best"], "goodput": green[best]["mean"]}
-        for base in BASELINES:
-            other = families.get(base, {}).get(metric)
-            if other is None:
-                continue
-            spread = max(green[best]["spread"], other["spread"])
-            diff = green[best]["mean"] - other["mean"]
-            entry[f"over_{base}"] = {
-                "ratio": green[best]["mean"] / other["mean"] if other["mean"] > 0 else None,
-                "baseline": other["mean"], "baseline_config": other["best"],
-                "verdict": "tie" if abs(diff) <= spread else "green wins" if diff > 0 else "baseline wins",
-                "provisional": [n for n, f in ((best, green[best]), (base, other)) if not f["all_seeds"]]}
-        out[metric] = entry
     return out
 
 
@@ -256,6 +228,12 @@ def summary(results: dict[str, Any]) -> str:
             if o.get("provisional"):
                 line += "; provisional: " + ", ".join(NAMES[n] for n in o["provisional"]) + " not run on every seed"
             lines.append(line)
+        p = c.get("policy_over_static")
+        if p is not None:
+            ratio = "-" if p["ratio"] is None else f"{p['ratio']:.2f}x"
+            lines.append(f"  - policy over the best static split: {NAMES[p['policy']]} ({p['config']}, "
+                         f"{_rate(p['goodput'])} req/s) {ratio} {NAMES[p['static']]} ({p['baseline_config']}, "
+                         f"{_rate(p['baseline'])} req/s): {p['verdict']}")
     return "\n".join(lines)
 
 

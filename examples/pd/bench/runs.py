@@ -29,7 +29,11 @@ from ..engine.serve import RealClock, Requests, serve
 from ..engine.steps import EngineSettings
 from ..engine.timeline import Timeline
 from . import calibration, cli
+from ..sim.bench import SimBench
+from ..sim.calibration import load_calibration
 from .calibrate import calibrate
+from .planner import label_of
+from .policies import anchor_for, mixed_step_us, mode_policy, share_policy
 from .estimates import run_cap
 from .metrics import summarize
 from .recorder import RunRecorder
@@ -76,7 +80,9 @@ class Bench:
         self.disjoint: Layouts | None = None
         self.overlapped: Layouts | None = None
         self.profile: sizing.LayoutProfile | None = None
-        self.pd: dict[tuple[str, float], PrefillDecodePolicy] = {}  # (scheduler, slack_share) -> its policy
+        self.pd: dict[tuple[str, float | str], PrefillDecodePolicy] = {}  # (scheduler, slack share or mode) -> policy
+        self.anchors: dict[str, str | None] = {}
+        self._planner: SimBench | None = None
         self.split_policy: SplitPolicy | None = None
         if wants & {"static", "pd", "policy"}:
             self.disjoint = Layouts(sorted(set(counts) | set(static_counts)), device_id=s.device,
@@ -119,9 +125,7 @@ class Bench:
         for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
             if made is not None and name in s.schedulers:
                 for _, share in cli.policy_shares(s):
-                    self.pd[name, share] = PrefillDecodePolicy(self.profile, self.policy_layouts(name),
-                                                               tpot_slo_us=self.slo.tpot * 1e6,
-                                                               headroom=s.policy_headroom, slack_share=share)
+                    self.pd[name, share] = share_policy(self.profile, self.policy_layouts(name), self.slo, s, share)
         return {"layout_profile": {"keys": [str(k) for k in self.profile.keys],
                                    "seconds": self.profile.settings.get("seconds")}}
 
@@ -172,18 +176,46 @@ class Bench:
         self.split_policy = SplitPolicy(profile, disjoint, slo_us=self.slo.tpot * 1e6, percentile=99,
                                         ordering="per_role", headroom=s.policy_headroom)
 
-    def static_configs(self, scheduler: str, runs: list[dict[str, Any]], order: str) -> tuple[list[Config], dict[str, Any]]:
+    def planner(self) -> SimBench:
+        """The simulated GPU of this bench's calibration, which plans the static splits."""
+        if self._planner is None:
+            if self.calibration_path is None:
+                raise ValueError("the static splits are planned from the calibration: measure it first")
+            self._planner = SimBench(self.s, load_calibration(self.calibration_path), self.profile)
+            self._planner.coarse = self.coarse
+        return self._planner
+
+    def plan(self, scheduler: str, order: str | None = None) -> tuple[list[Config], dict[str, Any]]:
+        """The planner's static splits of ``scheduler`` among those this bench has, simulated once."""
+        planner = self.planner()
+        keys = [k for k in planner.static_keys(scheduler) if k in self.layouts(scheduler).keys]
+        return planner.plan(scheduler, order, keys)
+
+    def static_configs(self, scheduler: str, order: str) -> tuple[list[Config], dict[str, Any]]:
         """The static splits to run (disjoint or overlapped): the planner's, from this bench's
         calibration simulated over every split this bench has."""
-        from ..sim.bench import SimBench
-        from ..sim.calibration import load_calibration
+        return self.plan(scheduler, order)
 
-        if self.calibration_path is None:
-            raise ValueError("the static splits are planned from the calibration: measure it first")
-        sim = SimBench(self.s, load_calibration(self.calibration_path), self.profile)
-        sim.coarse = self.coarse
-        keys = [k for k in sim.static_keys(scheduler) if k in self.layouts(scheduler).keys]
-        return sim.static_configs(scheduler, runs, order, keys)
+    def mode_policy(self, scheduler: str, mode: str) -> PrefillDecodePolicy:
+        """``scheduler``'s policy in ``mode`` (made once, kept from run to run): anchored at the
+        planned best static split among its layouts, its mixed passes captured on the layout with
+        every SM to decode."""
+        if (scheduler, mode) not in self.pd:
+            assert self.profile is not None
+            layouts, prefix = self.policy_layouts(scheduler), OVERLAP_PREFIX if scheduler.endswith("overlap") else ""
+            static = "static-overlap" if prefix else "static"
+            anchor = anchor_for(self.plan(static)[1], static, mode, [k for k in layouts.keys if k not in (0, self.total)])
+            self.anchors[f"{scheduler}, {mode} mode"] = None if anchor is None else label_of(static, anchor)
+            mixed = None
+            if self.s.policy_mixed_tokens:
+                mixed = mixed_step_us(self.planner().calibration, self.s.policy_mixed_tokens)
+                self.engine.capture_mixed(layout_lane(layouts[self.total], prefix), self.s.policy_mixed_tokens)
+            self.pd[scheduler, mode] = mode_policy(self.profile, layouts, self.slo, self.s, mode, anchor, mixed)
+        return self.pd[scheduler, mode]
+
+    def notes(self) -> dict[str, Any]:
+        """What the results record of this bench's choices: the anchors of the policies' modes."""
+        return {"policy_anchors": dict(self.anchors)} if self.anchors else {}
 
     def layouts(self, scheduler: str) -> Layouts:
         """The layouts ``scheduler`` runs on: the overlapped ones or the disjoint ones."""
@@ -209,6 +241,8 @@ class Bench:
             if self.split_policy is None:
                 raise ValueError("the split policy was not made (make_split_policy)")
             return PolicyLanes(self.split_policy, self.policy_layouts(name))
+        if name in ("pd", "pd-overlap") and isinstance(config.param, str):
+            return PolicyLanes(self.mode_policy(name, config.param), self.policy_layouts(name), prefix)
         share = self.s.slack_share if config.param is None else config.param
         if name in ("pd", "pd-overlap"):
             return PolicyLanes(self.pd[name, share], self.policy_layouts(name), prefix)

@@ -14,7 +14,6 @@ import sys
 from typing import Any, Sequence
 
 from ..engine.mixed import token_buckets
-from ..sim.bench import PLAIN
 from ..sim.calibration import CalibrationError, load_calibration
 from ..sim.costs import LaneCosts, MixedCosts
 
@@ -42,9 +41,7 @@ def modelled_ms(idle_us: float, loaded_us: float, share: float) -> float:
 def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[str, Any]]:
     lanes = {name: LaneCosts.fit(lane) for name, lane in calibration["lanes"].items()}
     aliases = calibration.get("aliases", {})
-    plain = lanes[PLAIN]
-    pair_us = plain.prefill_idle.coefficients[plain.prefill_idle.names.index("mega_pairs")] * calibration["model"]["layers"]
-    mixed = MixedCosts.fit(calibration["mixed"], pair_us) if calibration["mixed"] else None
+    mixed = MixedCosts.of(calibration)
     budget = timeline.get("param") if timeline["scheduler"] == "chunked" else None
     buckets = token_buckets(budget, calibration["model"]["max_len"]) if budget else []
     works = sorted(timeline["works"], key=lambda w: w["start_ms"])

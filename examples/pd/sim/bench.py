@@ -14,7 +14,8 @@ from torch_green_contexts.step_policy import LayoutKey
 from ..bench import cli
 from ..bench.estimates import Costs, run_cap
 from ..bench.metrics import summarize
-from ..bench.planner import plan_static
+from ..bench.planner import label_of, plan_static
+from ..bench.policies import anchor_for, mixed_step_us, mode_policy, share_policy
 from ..bench.recorder import RunRecorder
 from ..bench.search import Config
 from ..bench.traces import trace_for
@@ -70,16 +71,17 @@ class SimBench:
         plain = self.lane_costs.get(PLAIN)
         if plain is None:
             raise CalibrationError(f"the calibration has no lane {PLAIN!r}: measure it with --calibrate-only")
-        pair_us = plain.prefill_idle.coefficients[plain.prefill_idle.names.index("mega_pairs")] * model["layers"]
-        self.mixed = MixedCosts.fit(calibration["mixed"], pair_us) if calibration["mixed"] else None
+        self.mixed = MixedCosts.of(calibration)
         self.host_us = dict(calibration["host"])
         sleep_us = calibration.get("host_sleep_us") or self.host_us.get("sleep_50us_us", s.poll_us)
         self.oversleep_s = max(0.0, (sleep_us - s.poll_us) * 1e-6)
         self.plain = PlainLanes(Lane(PLAIN, "plain:latency", "plain:batch"), lambda lane: self._device().marker())
         self.layouts = {"": self._layouts(""), OVERLAP_PREFIX: self._layouts(OVERLAP_PREFIX)}
         self.timers: list[SimTimer] = []
-        self.policies: dict[tuple[str, float], PrefillDecodePolicy] = {}
+        self.policies: dict[tuple[str, float | str], PrefillDecodePolicy] = {}
         self._policy_layouts: dict[tuple[str, tuple[LayoutKey, ...]], LayoutSubset] = {}
+        self._plans: dict[str, tuple[list[Config], dict[str, Any]]] = {}
+        self.anchors: dict[str, str | None] = {}
         self.device: SimDevice | None = None
         self.last_device: SimDevice | None = None
         self.coarse: list[float] = []
@@ -129,29 +131,48 @@ class SimBench:
             self._policy_layouts[key] = LayoutSubset(source, wanted)
         return self._policy_layouts[key]
 
-    def policy(self, scheduler: str, share: float) -> PrefillDecodePolicy:
-        """The two-SLO policy of ``scheduler`` at slack share ``share``, kept from run to run."""
-        if (scheduler, share) not in self.policies:
+    def policy(self, scheduler: str, param: float | str) -> PrefillDecodePolicy:
+        """The two-SLO policy of ``scheduler`` at slack share ``param`` or in mode ``param``,
+        kept from run to run."""
+        if (scheduler, param) not in self.policies:
             if self.profile is None:
                 raise CalibrationError(f"{scheduler} needs the layout profile its policy reads: give --layout-profile "
                                        "(layout-profile.json of the sweep or calibration)")
             timer = SimTimer()
             self.timers.append(timer)
-            self.policies[scheduler, share] = PrefillDecodePolicy(
-                self.profile, self.policy_layouts(scheduler), tpot_slo_us=self.slo.tpot * 1e6,
-                headroom=self.s.policy_headroom, slack_share=share, timer=timer)
-        return self.policies[scheduler, share]
+            layouts = self.policy_layouts(scheduler)
+            if isinstance(param, str):
+                static = "static-overlap" if scheduler.endswith("overlap") else "static"
+                ends = (0, self.total)
+                anchor = anchor_for(self.plan(static)[1], static, param, [k for k in layouts.keys if k not in ends])
+                self.anchors[f"{scheduler}, {param} mode"] = None if anchor is None else label_of(static, anchor)
+                mixed = mixed_step_us(self.calibration, self.s.policy_mixed_tokens) if self.s.policy_mixed_tokens else None
+                made = mode_policy(self.profile, layouts, self.slo, self.s, param, anchor, mixed, timer)
+            else:
+                made = share_policy(self.profile, layouts, self.slo, self.s, param, timer)
+            self.policies[scheduler, param] = made
+        return self.policies[scheduler, param]
 
-    def static_configs(self, scheduler: str, runs: list[dict[str, Any]], order: str,
-                       keys: list[LayoutKey] | None = None) -> tuple[list[Config], dict[str, Any]]:
-        """The static splits to run: the planner's choice among ``keys`` (every split the
-        calibration has), simulated at the sweep's coarse rates for the first seed."""
-        s = self.s
-        if not self.coarse:
-            raise ValueError("the coarse rates are not set: plan the static splits after choosing them")
-        return plan_static(self.run, scheduler, self.static_keys(scheduler) if keys is None else keys, order,
-                           self.coarse, s.seeds[0], s.static_candidates, s.stop_below, s.min_rates, s.max_rates,
-                           self.say)
+    def plan(self, scheduler: str, order: str | None = None,
+             keys: list[LayoutKey] | None = None) -> tuple[list[Config], dict[str, Any]]:
+        """The static planner's choice for ``scheduler`` among ``keys`` (every split the
+        calibration has), simulated once at the sweep's coarse rates for the first seed."""
+        if scheduler not in self._plans:
+            s = self.s
+            if not self.coarse:
+                raise ValueError("the coarse rates are not set: plan the static splits after choosing them")
+            self._plans[scheduler] = plan_static(
+                self.run, scheduler, self.static_keys(scheduler) if keys is None else keys, order or s.admission[0],
+                self.coarse, s.seeds[0], s.static_candidates, s.stop_below, s.min_rates, s.max_rates, self.say)
+        return self._plans[scheduler]
+
+    def static_configs(self, scheduler: str, order: str) -> tuple[list[Config], dict[str, Any]]:
+        """The static splits to run: the planner's (see :meth:`plan`)."""
+        return self.plan(scheduler, order)
+
+    def notes(self) -> dict[str, Any]:
+        """What the results record of this bench's choices: the anchors of the policies' modes."""
+        return {"policy_anchors": dict(self.anchors)} if self.anchors else {}
 
     def lanes_for(self, config: Config) -> Lanes:
         name = config.scheduler
@@ -161,8 +182,8 @@ class SimBench:
         if name.startswith("static"):
             return StaticLanes(self.layouts[prefix], config.param, prefix)
         if name in ("pd", "pd-overlap"):
-            share = self.s.slack_share if config.param is None else config.param
-            return PolicyLanes(self.policy(name, share), self.policy_layouts(name), prefix)
+            param = self.s.slack_share if config.param is None else config.param
+            return PolicyLanes(self.policy(name, param), self.policy_layouts(name), prefix)
         raise CalibrationError(f"the simulator does not run scheduler {name!r} (its profile is not calibrated)")
 
     def run(self, config: Config, seed: int, rate: float,
@@ -174,6 +195,7 @@ class SimBench:
         aging = s.aging_ms / 1e3 if s.aging_ms else None
         order = order_for(config.order, self.slo.ttft, self.slo.ttft_per_token, aging)
         settings = EngineSettings(self.slots, self.buckets, order, self.slo)
+        lanes = None if config.scheduler == "chunked" else self.lanes_for(config)  # may plan: runs of its own first
         clock = SimClock(self.oversleep_s, s.poll_us * 1e-6)
         rng = random.Random(f"{seed}/{rate:g}/{config.scheduler}/{config.name}")
         device = self.device = SimDevice(clock, self.lane_costs, self.aliases, self.mixed, self.host_us, rng,
@@ -196,9 +218,9 @@ class SimBench:
             device.use_budget(config.param)
             scheduler = ChunkedScheduler(ChunkedRunner(device, self.plain.lane), config.param, settings)
         else:
-            lanes = self.lanes_for(config)
-            for timer in self.timers:  # a policy made for this run
-                timer.attach(device)
+            assert lanes is not None
+            if isinstance(config.param, str) and s.policy_mixed_tokens:  # a policy mode's mixed passes
+                device.use_budget(s.policy_mixed_tokens)
             cursor = PrefillCursor(s.chunk, s.layers, s.piece_layers, order)
             scheduler = OverlapScheduler(OverlapRunner(device, lanes), cursor, s.prefill_depth, settings)
         recorder = RunRecorder(trace, progress)

@@ -145,6 +145,16 @@ class MixedCosts:
         return max(0.0, base) + self.per_kilo_context_us * context_tokens / 1000.0 + self.per_mega_pair_us * extra_pairs / 1e6
 
     @classmethod
+    def of(cls, calibration: dict[str, Any]) -> MixedCosts | None:
+        """The mixed iterations of a calibration (None when it has none), their attention beyond
+        one part from a slot's start priced as the plain lane's prefill prices it."""
+        if not calibration.get("mixed"):
+            return None
+        plain = LaneCosts.fit(calibration["lanes"]["plain streams"])
+        per_layer = plain.prefill_idle.coefficients[plain.prefill_idle.names.index("mega_pairs")]
+        return cls.fit(calibration["mixed"], per_layer * calibration["model"]["layers"])
+
+    @classmethod
     def fit(cls, entries: list[dict[str, Any]], per_mega_pair_us: float) -> MixedCosts:
         if not entries:
             raise CalibrationError("the calibration has no mixed iterations (chunked prefill): it was measured "

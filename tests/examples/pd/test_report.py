@@ -226,6 +226,25 @@ def test_comparison_ratios_and_ties():
     fams = schedulers(RUNS[6:13] + close, [1, 2])
     assert comparison(fams)["distserve"]["over_streams"]["verdict"] == "tie"
     assert comparison(schedulers(RUNS[:6], [1, 2])) == {}
+    assert "policy_over_static" not in c["distserve"]  # no static split ran
+
+
+def test_the_policy_is_compared_with_the_best_static_split():
+    static64, static48 = Config("static", "64 SMs", 64, "fcfs"), Config("static", "48 SMs", 48, "fcfs")
+    mode = Config("pd", "p99 mode", "p99", "fcfs")
+
+    def runs(config, knee_by_seed):
+        return [entry(config, seed, rate, summary(1.0 if rate <= knee else 0.5)) for seed, knee in knee_by_seed.items()
+                for rate in (2.0, 4.0, 6.0, 8.0)]
+
+    base = runs(static64, {1: 4.0, 2: 4.0}) + runs(static48, {1: 2.0, 2: 2.0})
+    wins = comparison(schedulers(base + runs(mode, {1: 6.0, 2: 6.0}), [1, 2]))["distserve"]["policy_over_static"]
+    assert (wins["policy"], wins["static"], wins["baseline_config"]) == ("pd", "static", "64 SMs, fcfs")
+    assert wins["ratio"] > 1 and wins["verdict"] == "policy wins" and wins["provisional"] == []
+    loses = comparison(schedulers(base + runs(mode, {1: 2.0, 2: 2.0}), [1, 2]))["distserve"]["policy_over_static"]
+    assert loses["verdict"] == "static wins"
+    spread = comparison(schedulers(base + runs(mode, {1: 2.0, 2: 6.0}), [1, 2]))["distserve"]["policy_over_static"]
+    assert spread["verdict"] == "tie"  # the policy's own seeds differ by more than the gap
 
 
 def test_tables_and_plots(tmp_path):

@@ -67,7 +67,7 @@ def test_a_run_repeats_and_load_slows_it(bench):
 
 def test_the_planner_simulates_every_split_and_keeps_the_best(bench):
     bench.coarse = [20.0, 40.0, 80.0]
-    configs, why = bench.static_configs("static", [], "fcfs")
+    configs, why = bench.static_configs("static", "fcfs")
     assert set(why["predicted_goodput"]) == {f"{k} SMs" for k in (16, 24, 32, 48, 64, 96)}
     best = {m: max(why["predicted_goodput"], key=lambda k: why["predicted_goodput"][k][m]) for m in ("distserve", "p99")}
     labels = [c.label for c in configs]

@@ -21,24 +21,19 @@ def test_the_default_share_is_unlabelled_and_each_further_share_is_a_configurati
         ("", 1.0), ("slack 0.5", 0.5)]
 
 
-def test_each_family_runs_its_configurations_and_static_candidates_ignore_further_shares():
-    from examples.pd.bench.families import family_configs, static_basis
+def test_each_family_runs_its_configurations():
+    from examples.pd.bench.families import family_configs
 
-    s = cli.parse(["--budgets", "256,1024", "--more-slack-shares", "0"])
+    s = cli.parse(["--budgets", "256,1024", "--more-slack-shares", "0", "--policy-modes", "none"])
     assert family_configs("chunked", s, "spf") == [Config("chunked", "budget 256", 256, "spf"),
                                                    Config("chunked", "budget 1024", 1024, "spf")]
     for name in ("pd", "pd-overlap"):
         assert family_configs(name, s, "fcfs") == [Config(name, "", 0.5, "fcfs"), Config(name, "slack 0", 0.0, "fcfs")]
     assert family_configs("streams", s, "fcfs") == [Config("streams", "", None, "fcfs")]
-    assert family_configs("pd", cli.parse([]), "fcfs") == [Config("pd", "", 0.5, "fcfs")]
-    runs = [entry(c, 1, 2.0, {"attainment": 1.0}) for c in
-            family_configs("chunked", s, "fcfs") + family_configs("pd", s, "fcfs") + family_configs("pd", s, "spf")
-            + family_configs("pd-overlap", s, "fcfs")]
-    basis = static_basis(runs, ("chunked", "streams", "pd-overlap", "pd"))
-    assert [(r["scheduler"], r["config"]) for r in basis] == [
-        ("chunked", "budget 256, fcfs"), ("chunked", "budget 1024, fcfs"), ("pd", "fcfs"), ("pd", "spf"),
-        ("pd-overlap", "fcfs")]
-    assert static_basis(runs, ("chunked",)) == runs[:2]
+    assert family_configs("pd", cli.parse([]), "fcfs") == [
+        Config("pd", "", 0.5, "fcfs"), Config("pd", "distserve mode", "distserve", "fcfs"),
+        Config("pd", "p99 mode", "p99", "fcfs")]
+    assert cli.parse(["--policy-modes", "p99"]).policy_modes == ("p99",)
 
 
 def test_a_resumed_sweep_keeps_the_shares_it_ran():
