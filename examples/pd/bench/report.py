@@ -21,6 +21,7 @@ import sys
 from typing import Any, Sequence
 
 from ..._plots import optional_plot
+from .arrivals import Arrivals
 from .comparisons import BASELINES, comparison
 from .metrics import METRIC_NAMES, METRICS, metric_goodput, slo_from_json
 
@@ -151,7 +152,8 @@ def setting(results: dict[str, Any]) -> str:
     if results.get("simulated"):
         device = f"simulated with a calibration from {device}"
     arrivals = results.get("settings", {}).get("arrivals")
-    mix = results["workload"] + (f", {arrivals}" if arrivals and arrivals != "poisson" else "")
+    mix = results["workload"] + (f", {Arrivals.parse(arrivals).label} arrivals" if arrivals and arrivals != "poisson"
+                                 else "")
     return f"{results['model']['layers']} layers, {mix}, {device}; {slo_from_json(results['slo']).describe()}"
 
 
