@@ -12,39 +12,25 @@ import random
 import statistics
 from typing import Any, Sequence
 
+import numpy
+
 from .calibration import CalibrationError
 
 
 def fit_nonnegative(rows: Sequence[tuple[Sequence[float], float]]) -> list[float]:
     """Least squares ``y ~ sum(c_i * x_i)`` over ``rows`` of (x, y), with every coefficient 0
     or more (a term that would come out negative is dropped and the rest refitted)."""
-    width = len(rows[0][0])
-    active = list(range(width))
+    x = numpy.array([list(features) for features, _ in rows], dtype=float)
+    y = numpy.array([value for _, value in rows], dtype=float)
+    active = list(range(x.shape[1]))
     while True:
-        solution = _least_squares([([x[i] for i in active], y) for x, y in rows])
-        if all(c >= 0 for c in solution) or len(active) == 1:
-            coefficients = [0.0] * width
+        solution = numpy.linalg.lstsq(x[:, active], y, rcond=None)[0]
+        if (solution >= 0).all() or len(active) == 1:
+            coefficients = [0.0] * x.shape[1]
             for i, c in zip(active, solution):
-                coefficients[i] = max(0.0, c)
+                coefficients[i] = max(0.0, float(c))
             return coefficients
-        worst = min(range(len(active)), key=lambda j: solution[j])
-        del active[worst]
-
-
-def _least_squares(rows: Sequence[tuple[Sequence[float], float]]) -> list[float]:
-    n = len(rows[0][0])
-    a = [[sum(x[i] * x[j] for x, _ in rows) + (1e-9 * (1 + sum(x[i] ** 2 for x, _ in rows)) if i == j else 0.0)
-          for j in range(n)] + [sum(x[i] * y for x, y in rows)] for i in range(n)]
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
-        a[col], a[pivot] = a[pivot], a[col]
-        if abs(a[col][col]) < 1e-300:
-            continue
-        for r in range(n):
-            if r != col:
-                factor = a[r][col] / a[col][col]
-                a[r] = [u - factor * v for u, v in zip(a[r], a[col])]
-    return [a[i][n] / a[i][i] if abs(a[i][i]) > 1e-300 else 0.0 for i in range(n)]
+        del active[int(numpy.argmin(solution))]
 
 
 @dataclasses.dataclass(frozen=True)
