@@ -9,7 +9,8 @@ import sys
 import time
 from typing import Any, Callable
 
-SUITES = ("memory", "stream", "sm_count", "create", "churn", "isolation", "fidelity", "layouts", "membound", "pd")
+SUITES = ("memory", "stream", "sm_count", "create", "churn", "isolation", "fidelity", "layouts", "membound", "pd",
+          "pd_policy")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("benchmarks need a CUDA GPU; none is visible", file=sys.stderr)
         return 2
-    from . import churn, fidelity, host_costs, isolation, layouts, membound, pd, report
+    from . import churn, fidelity, host_costs, isolation, layouts, membound, pd, pd_policy, report
     from .environment import Builtin, describe
 
     os.makedirs(args.out, exist_ok=True)
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         "membound": lambda: membound.run(device, rounds=2 if q else 4, samples=10 if q else 40),
         "pd": lambda: pd.run(device, rounds=2 if q else 3, samples=5 if q else 20, policy_steps=2000 if q else 20000,
                              switch_steps=50 if q else 200, progress=not args.quiet),
+        "pd_policy": lambda: pd_policy.run(device, steps=2000 if q else 20000),
     }
 
     def save() -> None:

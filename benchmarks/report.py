@@ -62,6 +62,12 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                                  f"{layouts['no_host_wait']['kernel_still_running_after_switches']}"))
     if results.get("pd"):
         out += pd_report.targets(results["pd"])
+    pd_policy = results.get("pd_policy")
+    if pd_policy:
+        for name in ("budget rule", "p99 mode"):
+            figures = pd_policy[name]["step_and_done_us"]
+            out.append(target(f"PrefillDecodePolicy.step() + done() host cost, {name} (median)", figures["median"], 5.0,
+                              unit="us", detail=f"p90 {figures['p90']:.2f} us"))
     return out
 
 

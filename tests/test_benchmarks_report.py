@@ -268,3 +268,14 @@ def test_replot_of_a_binary_or_missing_file_is_a_usage_error(tmp_path, capsys):
     status, error = _replot(tmp_path, tmp_path / "out", capsys)
     assert status == 2 and f"cannot read {tmp_path}: Is a directory" in error
     assert not (tmp_path / "out").exists()
+
+
+def test_the_two_slo_policy_host_cost_target():
+    from benchmarks.report import targets
+
+    figures = {"median": 3.2, "p90": 7.5}
+    results = {"pd_policy": {"steps": 100, "budget rule": {"step_and_done_us": figures},
+                             "p99 mode": {"step_and_done_us": {"median": 5.4, "p90": 9.0}}}}
+    lines = {t["name"]: t for t in targets(results)}
+    assert lines["PrefillDecodePolicy.step() + done() host cost, budget rule (median)"]["met"] is True
+    assert lines["PrefillDecodePolicy.step() + done() host cost, p99 mode (median)"]["met"] is False

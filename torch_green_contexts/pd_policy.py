@@ -70,8 +70,9 @@ class PrefillDecodePolicy:
       does not, and one with fewer only while a waiting prompt is late (``ttft_slack_us <= 0``).
     - ``guard``: estimates are the profile's times the largest slowdown seen on that layout with
       prefill of that load class beside it (``guard_classes``: upper bounds of waiting prompt
-      tokens), decaying with a half-life of ``guard_half_life_steps`` steps, never below the
-      slowdown seen on layouts with more decode SMs: a worst case that cannot lock a layout out.
+      tokens), decaying with a half-life of ``guard_half_life_steps`` steps, on a split never
+      below the slowdown seen on splits with more decode SMs: a worst case that cannot lock a
+      layout out.
     - ``dwell_steps``: steps on a layout before moving to one with fewer decode SMs.
     - ``kv_pressure=(high, low)``: with ``kv_used`` (the share of the KV cache in use) at
       ``high`` or more, decode first (the fastest layout); at ``low`` or less, the budget rule.
@@ -118,6 +119,10 @@ class PrefillDecodePolicy:
                                                        -self._layouts[k].batch_floor))
         self._most_decode = max(keys, key=lambda k: (self._layouts[k].sm_count, -self._layouts[k].batch_sm_count))
         self._most_prefill = self._by_prefill[0]
+        self._sms = {k: self._layouts[k].sm_count for k in keys}
+        # While prefill waits, decode keeps a split or gives prefill every SM: the end layout with
+        # every SM to decode would run the prefill pieces on decode's SMs.
+        self._while_prefill_waits = [k for k in self._by_prefill if self._layouts[k].batch_sm_count > 0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
         self._corrections = _corrections.Corrections(
             ((k, self._layouts[k].sm_count) for k in keys),
@@ -153,14 +158,14 @@ class PrefillDecodePolicy:
         self._guard.tick()
         if self._timer.pending and self._steps % self._read_every == 0:
             self.update()
+        load_class = self._guard.load_class(prefill_tokens)
         key, self.mixed_tokens = self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us,
-                                              kv_used)
+                                              kv_used, load_class)
         self._since_switch = self._since_switch + 1 if key == self._current else 0
         self._current = key
         self._mixed_steps += bool(self.mixed_tokens)
         layout: Layout = self.layouts.switch(key, ordering=self._ordering)
         self._chosen[key] += 1
-        load_class = self._guard.load_class(prefill_tokens)
         self._timer.begin(key, (batch, context_tokens, load_class), layout.latency_stream, self._steps,
                           timed=batch > 0 and not self.mixed_tokens)
         return layout
@@ -198,26 +203,24 @@ class PrefillDecodePolicy:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         _validation.check_decode_point(batch, context_tokens)
         kv_used = _pd_options.check_kv_used(kv_used)
-        return self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us, kv_used)[0]
+        return self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us, kv_used,
+                            self._guard.load_class(prefill_tokens))[0]
 
     def _decide(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
-                ttft_slack_us: float | None, kv_used: float | None) -> tuple[_layout_build.LayoutKey, int]:
+                ttft_slack_us: float | None, kv_used: float | None,
+                load_class: int) -> tuple[_layout_build.LayoutKey, int]:
         """The layout for these figures and the prompt tokens of a mixed step (0: none)."""
         o = self.options
         if o.legacy or batch <= 0 or prefill_tokens <= 0:
             return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
-        load_class = self._guard.load_class(prefill_tokens)
         if o.mixed_step_us is not None and prefill_tokens <= o.mixed_tokens:
             tokens = int(prefill_tokens)
             mixed_us = o.mixed_step_us(int(batch), int(context_tokens), tokens)
             if _pd_choice.mixed_fits(mixed_us * self._factor(self._most_decode, load_class), budget):
                 return self._most_decode, tokens
-        # While prefill waits, decode keeps a split or gives prefill every SM: the end layout with
-        # every SM to decode would run the prefill pieces on decode's SMs.
-        candidates = [k for k in self._by_prefill if self._layouts[k].batch_sm_count > 0]
         key = _pd_choice.choose(
-            candidates, {k: self._layouts[k].sm_count for k in self._layouts},
+            self._while_prefill_waits, self._sms,
             lambda k: self._estimate(k, batch, context_tokens, load_class), budget, o, current=self._current,
             steps_on_current=self._since_switch, hysteresis=self._hysteresis, ttft_slack_us=ttft_slack_us,
             kv_used=kv_used)

@@ -10,8 +10,14 @@ what it sees says nothing of a split.) Plain Python.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Hashable, Iterable, Sequence
+
+
+# The guards are worked out again after this many steps (or at once after a new largest slowdown):
+# in between they decay by less than one part in a hundred at any half-life of 2000 steps or more.
+REFRESH_STEPS = 16
 
 
 class ContentionGuard:
@@ -24,6 +30,9 @@ class ContentionGuard:
         entries = list(layouts)
         self._sms = {k: sms for k, sms, _ in entries}
         self._splits = {k for k, _, split in entries if split}
+        self._splits_by_sms = sorted(self._splits, key=lambda k: -self._sms[k])
+        self._cached: dict[int, dict[Hashable, float]] = {}  # per class, computed at _computed_at
+        self._computed_at = 0
         self.classes = tuple(classes)
         self._half_life = float(half_life_steps)
         self._now = 0
@@ -35,6 +44,8 @@ class ContentionGuard:
 
     def tick(self, steps: int = 1) -> None:
         self._now += steps
+        if self._now - self._computed_at >= REFRESH_STEPS:
+            self._cached.clear()
 
     def observe(self, key: Hashable, load_class: int, slowdown: float) -> None:
         """A step on ``key`` in ``load_class`` took ``slowdown`` times the profile's figure;
@@ -46,14 +57,27 @@ class ContentionGuard:
         now = self._decayed(key, load_class)
         if slowdown >= now:
             self._seen[(key, load_class)] = (slowdown, self._now)
+            self._cached.clear()
 
     def factor(self, key: Hashable, load_class: int) -> float:
         """The guard of ``key`` in ``load_class`` now: at least 1, at least its own decayed
         largest slowdown, and for a split at least that of every split with more latency SMs."""
-        sms, own = self._sms[key], self._decayed(key, load_class)
-        if key not in self._splits:
-            return max(1.0, own)
-        return max([1.0, own] + [self._decayed(k, load_class) for k in self._splits if self._sms[k] >= sms])
+        factors = self._cached.get(load_class)
+        if factors is None:
+            factors = self._cached[load_class] = self._factors(load_class)
+            self._computed_at = self._now
+        return factors[key]
+
+    def _factors(self, load_class: int) -> dict[Hashable, float]:
+        """Every layout's guard in one pass over the splits from the most latency SMs down."""
+        out = {k: max(1.0, self._decayed(k, load_class)) for k in self._sms if k not in self._splits}
+        carried = 1.0
+        for sms, keys in itertools.groupby(self._splits_by_sms, key=lambda k: self._sms[k]):
+            group = list(keys)
+            carried = max([carried] + [self._decayed(k, load_class) for k in group])
+            for k in group:
+                out[k] = carried
+        return out
 
     def _decayed(self, key: Hashable, load_class: int) -> float:
         largest, seen = self._seen.get((key, load_class), (1.0, self._now))
