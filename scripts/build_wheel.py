@@ -17,6 +17,7 @@ torch_green_contexts-VERSION-cpXY-cpXY-PLATFORM.whl.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import runpy
 import shutil
@@ -69,6 +70,12 @@ def main() -> int:
                         / "torch_green_contexts" / "torch", help="where torch releases are unpacked")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "wheel", help="objects and staging")
     parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("MAX_JOBS", "2")))
+    parser.add_argument("--cuda-include", type=Path, metavar="DIR",
+                        help="compile against the CUDA runtime headers in DIR instead of those of the CUDA release "
+                             "each torch was built with (to check that a build does not depend on them)")
+    parser.add_argument("--check-patches", action="store_true",
+                        help="also check each build's undefined symbols against every other patch release of its "
+                             "torch release on PyPI (downloads those too)")
     parser.add_argument("--sdist-only", action="store_true")
     args = parser.parse_args()
     versions = RELEASES if args.torch == ["all"] else (args.torch or [RELEASES[0], RELEASES[-1]])
@@ -98,6 +105,8 @@ def main() -> int:
         if not chosen:
             raise SystemExit(f"CPython {python.version}: none of torch {', '.join(versions)} has a wheel for it")
         trees = [torch_tree.fetch(version, python.version, args.cache) for version in chosen]
+        if args.cuda_include:
+            trees = [dataclasses.replace(tree, cuda_include=args.cuda_include.resolve()) for tree in trees]
         plans = [cc.plan(source, args.work / "obj", tree, python, sources) for tree in trees]
         print(f"CPython {python.version}: compiling for torch {', '.join(t.version for t in trees)} "
               f"(-j{args.jobs})", flush=True)
@@ -108,6 +117,10 @@ def main() -> int:
             name = f"torch-{tree.release}/_C{python.ext_suffix}"
             output = args.work / "modules" / python.tag / name
             cc.link(objects, tree, output, sources)
+            if args.check_patches:
+                for other in sorted(v for v in offered if v != tree.version.split("+")[0] and v.startswith(tree.release + ".")):
+                    cc.check_symbols(output, torch_tree.fetch(other, python.version, args.cache))
+                    print(f"  the build for torch {tree.version} links against torch {other}'s libraries", flush=True)
             for key, value in cc.required_versions(output).items():
                 needs[key] = max(needs.get(key, ()), value)
             modules.append(pack.Module(tree.version, tree.cuda, tree.cxx11_abi, output, name))

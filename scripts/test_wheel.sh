@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 "$python" -m venv "$work/venv"
 venv_py=$work/venv/bin/python
 echo "torch $torch_version, $("$venv_py" --version): installing torch and the test dependencies"
-"$venv_py" -m pip install -q "torch==$torch_version" pytest hypothesis numpy
+"$venv_py" -m pip install -q "torch==$torch_version" pytest hypothesis numpy matplotlib
 "$venv_py" -m pip install -q --no-deps "$wheel"
 
 # The checkout's tracked files, less the package (and anything built into it).
