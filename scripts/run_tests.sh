@@ -169,8 +169,9 @@ if [ "${TGC_SKIP_WHEELS:-${TGC_SKIP_OLDEST:-0}}" != 1 ]; then
   MAX_JOBS=${MAX_JOBS:-2} $PY scripts/build_wheel.py --torch "$OLDEST_TORCH" --torch "$NEWEST_TORCH" \
     --python "$PY" --python "$oldest_py" --out "$wheels" 2>&1 | tee "$logs/wheels.txt"
   sizes=$(grep -oE '^wheel: .*/[^ ]+ \([0-9.]+ MB; torch [^;]+' "$logs/wheels.txt" \
-    | sed -E 's/^wheel: .*-(cp[0-9]+)-cp[0-9]+-[^ ]+ \(([0-9.]+ MB); torch (.*)/\1 (\3) \2/' | paste -sd, - | sed 's/,/, /g')
-  note "wheels built: $sizes"
+    | sed -E 's/^wheel: .*-(cp[0-9]+)-cp[0-9]+-[^ ]+ \(([0-9.]+ MB); torch (.*)/\1 wheel \2 (torch \3)/' | paste -sd'|' - \
+    | sed 's/|/ and /g')
+  note "built the $sizes"
   took "the multi-torch wheels (build)"
   this_tag=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
   oldest_tag=$("$oldest_py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
