@@ -58,7 +58,7 @@ def plan(root: Path, work: Path, tree: TorchTree, python: Python, sources: dict)
     common = _common_flags(tree, sources)
     core_dir = work / f"core-{tree.cxx_std}-abi{int(tree.cxx11_abi)}"
     torch_flags = common + [f"-I{tree.include}", f"-I{tree.cuda_include}"]
-    module_dir = work / f"torch-{tree.version}" / python.tag
+    module_dir = work / f"torch-{tree.version}" / python.tag  # a changed flag recompiles (run_jobs)
     binding_flags = torch_flags + [f"-I{python.include}", "-DTORCH_EXTENSION_NAME=_C",
                                    f'-DTGC_BUILT_AGAINST_TORCH="{tree.version}"']
     jobs = [Job(root / s, core_dir / (Path(s).stem + ".o"), tuple(common)) for s in sources["CORE_SOURCES"]]
