@@ -127,6 +127,14 @@ def test_the_source_distribution_compiles_against_the_installed_torch(tmp_path):
     assert (dist_info / "licenses" / "LICENSE").is_file()
 
 
+def test_an_older_setuptools_is_named_before_the_build():
+    code = ("import setuptools, runpy, sys; setuptools.__version__ = '76.1.0'; "
+            f"sys.argv = ['setup.py', '--version']; runpy.run_path({str(ROOT / 'setup.py')!r}, run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode != 0
+    assert "needs setuptools 77 or newer to build; setuptools 76.1.0 is installed" in result.stderr, result.stderr
+
+
 def test_every_subpackage_is_listed_for_the_wheel():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
