@@ -46,7 +46,8 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
   git ls-files -z --cached --others --exclude-standard | grep -zv '^torch_green_contexts/' \
     | tar --null -T - -cf - | tar -xf - -C "$work/tree"
 else
-  tar --exclude=./torch_green_contexts --exclude=./.git --exclude='*.so' -cf - . | tar -xf - -C "$work/tree"
+  tar --exclude=./torch_green_contexts --exclude=./.git --exclude=./build --exclude=./dist --exclude=./.venvs \
+    --exclude=./gpu-logs --exclude='*.so' -cf - . | tar -xf - -C "$work/tree"
 fi
 
 cd "$work/tree"
