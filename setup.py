@@ -30,11 +30,15 @@ if tuple(int(p) for p in setuptools.__version__.split(".")[:2] if p.isdigit()) <
 SOURCES = runpy.run_path(os.path.join(HERE, "build_sources.py"))
 BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
 BENCHMARKS = os.environ.get(BENCHMARKS_ENV) == "1"
-# The stubs of the compiled modules that are built (the benchmark module only when asked for).
-PACKAGE_DATA = {"torch_green_contexts": ["py.typed", "_C.pyi"] + (["_bench.pyi"] if BENCHMARKS else [])}
+# The stubs of the compiled modules that are built (the benchmark module only when asked for;
+# the source distribution holds both, and setuptools would install every file it holds).
+PACKAGE_DATA = dict(
+    package_data={"torch_green_contexts": ["py.typed", "_C.pyi"] + (["_bench.pyi"] if BENCHMARKS else [])},
+    exclude_package_data={} if BENCHMARKS else {"torch_green_contexts": ["_bench.pyi"]},
+)
 
 if os.environ.get("TORCH_GREEN_CONTEXTS_PYTHON_ONLY") == "1":
-    setup(package_data=PACKAGE_DATA)
+    setup(**PACKAGE_DATA)
     sys.exit(0)
 
 try:
@@ -122,7 +126,7 @@ class BuildExtension(cpp_extension.BuildExtension):
 
 
 setup(
-    package_data=PACKAGE_DATA,
+    **PACKAGE_DATA,
     ext_modules=extensions,
     cmdclass={"build_ext": BuildExtension},
 )
