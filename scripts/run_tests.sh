@@ -158,7 +158,15 @@ took "docs (Sphinx, warnings as errors)"
 # and runs the no-GPU tests there with no compiler on PATH. TGC_SKIP_WHEELS=1 skips this part.
 if [ "${TGC_SKIP_WHEELS:-${TGC_SKIP_OLDEST:-0}}" != 1 ]; then
   running="the multi-torch wheels (build)"
-  oldest_py=${TGC_OLDEST_PYTHON:-$(command -v "python$OLDEST_PYTHON" || ls "$(pyenv root 2>/dev/null || echo ~/.pyenv)"/versions/"$OLDEST_PYTHON".*/bin/"python$OLDEST_PYTHON" 2>/dev/null | tail -n 1 || true)}
+  # The first interpreter that runs and is that version (a pyenv shim on PATH may not run).
+  oldest_py=""
+  for candidate in ${TGC_OLDEST_PYTHON:-} "$(command -v "python$OLDEST_PYTHON" || true)" \
+      "$(pyenv root 2>/dev/null || echo ~/.pyenv)"/versions/"$OLDEST_PYTHON".*/bin/"python$OLDEST_PYTHON"; do
+    if [ -n "$candidate" ] && [ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$OLDEST_PYTHON" ]; then
+      oldest_py=$candidate
+      break
+    fi
+  done
   if [ -z "$oldest_py" ]; then
     echo "Python $OLDEST_PYTHON, the oldest the package declares (pyproject's requires-python), is not on this" \
       "machine: set TGC_OLDEST_PYTHON to its interpreter" >&2
