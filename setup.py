@@ -2,8 +2,14 @@
 
 Needs PyTorch and the CUDA runtime headers (a CUDA toolkit, or the nvidia-cuda-runtime wheel
 that PyTorch's CUDA builds install); needs neither nvcc nor a GPU, and never links libcuda.
-Build with `pip install --no-build-isolation -e .` so that it compiles against the torch
-you run.
+Build with `pip install --no-build-isolation .` (or `-e .` in a checkout) so that it compiles
+against the torch you run: without --no-build-isolation pip would compile against a torch it
+downloads into a temporary environment. A source distribution installs the same way:
+`pip install --no-build-isolation torch_green_contexts-VERSION.tar.gz`.
+
+scripts/build_wheel.py builds the wheels that hold one build per torch release; it runs this file
+with TORCH_GREEN_CONTEXTS_PYTHON_ONLY=1 for the source distribution and the parts of the wheel
+that are not compiled (no extension, no torch needed).
 """
 
 import glob
@@ -11,7 +17,29 @@ import os
 import runpy
 import sys
 
+import setuptools
 from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# SPDX license expressions (pyproject's `license = "BSD-3-Clause"`) need setuptools 77.
+if tuple(int(p) for p in setuptools.__version__.split(".")[:2] if p.isdigit()) < (77, 0):
+    sys.exit(
+        f"torch_green_contexts needs setuptools 77 or newer to build; setuptools {setuptools.__version__} "
+        "is installed: pip install 'setuptools>=77'"
+    )
+SOURCES = runpy.run_path(os.path.join(HERE, "build_sources.py"))
+BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
+BENCHMARKS = os.environ.get(BENCHMARKS_ENV) == "1"
+# The stubs of the compiled modules that are built (the benchmark module only when asked for;
+# the source distribution holds both, and setuptools would install every file it holds).
+PACKAGE_DATA = dict(
+    package_data={"torch_green_contexts": ["py.typed", "_C.pyi"] + (["_bench.pyi"] if BENCHMARKS else [])},
+    exclude_package_data={} if BENCHMARKS else {"torch_green_contexts": ["_bench.pyi"]},
+)
+
+if os.environ.get("TORCH_GREEN_CONTEXTS_PYTHON_ONLY") == "1":
+    setup(**PACKAGE_DATA)
+    sys.exit(0)
 
 try:
     import torch
@@ -19,10 +47,9 @@ try:
 except ImportError:  # pragma: no cover - only without torch
     sys.exit(
         "torch_green_contexts builds against the installed PyTorch: install torch first, "
-        "then run `pip install --no-build-isolation -e .`"
+        "then run `pip install --no-build-isolation .` (a wheel from scripts/build_wheel.py needs no build)"
     )
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 # The minimum torch, spelled once (a plain file of the package, loaded without importing it).
 try:
     runpy.run_path(os.path.join(HERE, "torch_green_contexts", "_torch_version.py"))["check_torch"](torch.__version__)
@@ -55,30 +82,25 @@ def cuda_include_dirs():
     )
 
 
-CORE_SOURCES = sorted(glob.glob(os.path.join("csrc", "core", "*.cpp")))
-BINDING_SOURCES = sorted(p for p in glob.glob(os.path.join("csrc", "python", "*.cpp")) if not p.endswith("bench.cpp"))
 COMMON = dict(
-    include_dirs=[os.path.join(HERE, "csrc")] + cuda_include_dirs(),
-    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    include_dirs=SOURCES["INCLUDE_DIRS"] + cuda_include_dirs(),
+    extra_compile_args=SOURCES["COMPILE_ARGS"],
+    extra_link_args=SOURCES["LINK_ARGS"],
 )
 
 extensions = [cpp_extension.CppExtension(
     name="torch_green_contexts._C",
-    sources=CORE_SOURCES + ["csrc/torch/torch_bridge.cpp"] + BINDING_SOURCES,
-    libraries=["c10_cuda", "dl"],
+    sources=SOURCES["CORE_SOURCES"] + SOURCES["TORCH_SOURCES"] + SOURCES["BINDING_SOURCES"],
+    libraries=SOURCES["TORCH_LIBRARIES"] + SOURCES["SYSTEM_LIBRARIES"],
     **COMMON,
 )]
 # The raw driver calls the benchmarks compare against (benchmarks/), in a module of their own
 # that installs only when asked for: TORCH_GREEN_CONTEXTS_BENCHMARKS=1 pip install ...
-BENCHMARKS_ENV = "TORCH_GREEN_CONTEXTS_BENCHMARKS"
-# The core sources csrc/bench links; tests/test_packaging.py links them without a GPU.
-BENCH_CORE_SOURCES = ("driver_api.cpp", "errors.cpp", "warnings.cpp")
-if os.environ.get(BENCHMARKS_ENV) == "1":
+if BENCHMARKS:
     extensions.append(cpp_extension.CppExtension(
         name="torch_green_contexts._bench",
-        sources=[os.path.join("csrc", "core", f) for f in BENCH_CORE_SOURCES]
-        + ["csrc/bench/driver_baseline.cpp", "csrc/python/bench.cpp"],
-        libraries=["dl"],
+        sources=SOURCES["BENCH_SOURCES"],
+        libraries=SOURCES["SYSTEM_LIBRARIES"],
         **COMMON,
     ))
 
@@ -103,6 +125,7 @@ class BuildExtension(cpp_extension.BuildExtension):
 
 
 setup(
+    **PACKAGE_DATA,
     ext_modules=extensions,
     cmdclass={"build_ext": BuildExtension},
 )

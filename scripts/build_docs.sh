@@ -18,4 +18,10 @@ if ! $PY -c 'import torch_green_contexts' 2>/dev/null; then
   exit 1
 fi
 $PY -m sphinx -W --keep-going -q -b html docs "$OUT"
+# Links to the README, results files and figures open as pages or in the browser (docs/conf.py),
+# never as downloads.
+if grep -rlE '<a [^>]*class="[^"]*download' "$OUT" --include='*.html' >/dev/null; then
+  echo "build_docs.sh: download links in $(grep -rlE '<a [^>]*class="[^"]*download' "$OUT" --include='*.html' | tr '\n' ' ')" >&2
+  exit 1
+fi
 echo "documentation: $OUT/index.html"

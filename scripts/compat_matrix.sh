@@ -3,7 +3,7 @@
 #
 #   bash scripts/compat_matrix.sh [--markdown PATH] [--json PATH] [--fresh] [--keep-venvs] [VERSION ...]
 #
-# For each torch VERSION (default: the latest patch of every minor release from 2.6 on), in a
+# For each torch VERSION (default: scripts/torch_releases.txt, the latest patch of every minor release from 2.6 on), in a
 # fresh virtual environment under .venvs/: installs torch==VERSION with setuptools, wheel,
 # pytest, hypothesis and numpy; builds the extension as the README does
 # (`pip install --no-build-isolation --no-deps -e .`); builds a wheel; runs the tests that need
@@ -26,7 +26,7 @@ ROOT=$PWD
 BASE_PY=${PYTHON:-python3}
 export MAX_JOBS=${MAX_JOBS:-1}
 
-DEFAULT_VERSIONS=(2.6.0 2.7.1 2.8.0 2.9.1 2.10.0 2.11.0 2.12.1 2.13.0 2.14.1 2.15.0)
+mapfile -t DEFAULT_VERSIONS < <(grep -vE "^(#|$)" scripts/torch_releases.txt)
 markdown=build/compat/matrix.md
 json=build/compat/matrix.json
 fresh=0

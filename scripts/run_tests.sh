@@ -8,8 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # The oldest torch release supported (torch_green_contexts/_torch_version.py's MINIMUM_TORCH, at
-# its latest patch); its part runs last, in a virtual environment (TGC_SKIP_OLDEST=1 skips it).
+# its latest patch), the newest (scripts/torch_releases.txt's last) and the oldest Python the
+# package declares (pyproject's requires-python): the wheel part, last, tests them.
 OLDEST_TORCH=2.6.0
+NEWEST_TORCH=$(grep -vE '^(#|$)' scripts/torch_releases.txt | tail -n 1)
+OLDEST_PYTHON=3.9
 began=$(date +%s)
 part=$began
 took() {  # prints how long the part just ended took
@@ -36,7 +39,7 @@ trap finish EXIT
 logs=$(mktemp -d)
 cleanup+=("$logs")
 
-$PY -m pip install -q torch setuptools wheel pytest hypothesis numpy gcovr matplotlib mypy
+$PY -m pip install -q torch "setuptools>=77" wheel pytest hypothesis numpy gcovr matplotlib mypy
 $PY -m pip install -q --no-build-isolation --no-deps -e .
 torch_version=$($PY -c 'import torch; print(torch.__version__)')
 note "torch $torch_version"
@@ -148,25 +151,49 @@ PYTHON=$PY bash scripts/build_docs.sh
 note "docs built"
 took "docs (Sphinx, warnings as errors)"
 
-# The oldest supported torch: install, build, wheel, the no-GPU tests and the C++ example in a
-# fresh virtual environment, on a copy of the tracked files (the build there replaces the
-# checkout's compiled extension).
-if [ "${TGC_SKIP_OLDEST:-0}" != 1 ]; then
-  running="torch $OLDEST_TORCH"
-  copy=$(mktemp -d)
-  cleanup+=("$copy")
-  git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$copy"
-  echo "torch $OLDEST_TORCH, the oldest supported release, in a virtual environment:"
-  rc=0
-  MAX_JOBS=${MAX_JOBS:-2} PYTHON=$PY bash "$copy/scripts/compat_matrix.sh" "$OLDEST_TORCH" 2>&1 \
-    | tee "$logs/oldest.txt" || rc=$?
-  # "  tests          ok       57s  (150 passed, 0 failed, 119 skipped, 0 errors)"
-  oldest=$(grep -oE '\([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped, [0-9]+ errors\)' "$logs/oldest.txt" \
-    | tail -n 1 | tr -d '()' || true)
-  verdict=$(grep -oE "torch $OLDEST_TORCH: (ok|FAILED)" "$logs/oldest.txt" | tail -n 1 | sed 's/.*: //' || true)
-  note "torch $OLDEST_TORCH ${verdict:-FAILED}${oldest:+: $oldest}"
-  [ "$rc" = 0 ] || exit "$rc"
-  took "torch $OLDEST_TORCH in a virtual environment"
+# The multi-torch wheel, installed as users get it: scripts/build_wheel.py builds, against each
+# release's own headers, the wheel of this Python for the oldest and the newest torch and the wheel
+# of the oldest Python the package declares (it has no wheel of the newest torch); then
+# scripts/test_wheel.sh installs each into a fresh virtual environment with that torch from PyPI
+# and runs the no-GPU tests there with no compiler on PATH. TGC_SKIP_WHEELS=1 skips this part.
+if [ "${TGC_SKIP_WHEELS:-${TGC_SKIP_OLDEST:-0}}" != 1 ]; then
+  running="the multi-torch wheels (build)"
+  # The first interpreter that runs and is that version (a pyenv shim on PATH may not run).
+  oldest_py=""
+  for candidate in ${TGC_OLDEST_PYTHON:-} "$(command -v "python$OLDEST_PYTHON" || true)" \
+      "$(pyenv root 2>/dev/null || echo ~/.pyenv)"/versions/"$OLDEST_PYTHON".*/bin/"python$OLDEST_PYTHON"; do
+    if [ -n "$candidate" ] && [ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$OLDEST_PYTHON" ]; then
+      oldest_py=$candidate
+      break
+    fi
+  done
+  if [ -z "$oldest_py" ]; then
+    echo "Python $OLDEST_PYTHON, the oldest the package declares (pyproject's requires-python), is not on this" \
+      "machine: set TGC_OLDEST_PYTHON to its interpreter" >&2
+    exit 1
+  fi
+  wheels=$(mktemp -d)
+  cleanup+=("$wheels")
+  MAX_JOBS=${MAX_JOBS:-2} $PY scripts/build_wheel.py --torch "$OLDEST_TORCH" --torch "$NEWEST_TORCH" \
+    --python "$PY" --python "$oldest_py" --out "$wheels" 2>&1 | tee "$logs/wheels.txt"
+  sizes=$(grep -oE '^wheel: .*/[^ ]+ \([0-9.]+ MB; torch [^;]+' "$logs/wheels.txt" \
+    | sed -E 's/^wheel: .*-(cp[0-9]+)-cp[0-9]+-[^ ]+ \(([0-9.]+ MB); torch (.*)/\1 wheel \2 (torch \3)/' | paste -sd'|' - \
+    | sed 's/|/ and /g')
+  note "built the $sizes"
+  took "the multi-torch wheels (build)"
+  this_tag=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  oldest_tag=$("$oldest_py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  for combination in "$PY $this_tag $OLDEST_TORCH" "$PY $this_tag $NEWEST_TORCH" "$oldest_py $oldest_tag $OLDEST_TORCH"; do
+    read -r python tag torch_version <<<"$combination"
+    running="the wheel under torch $torch_version, $tag"
+    rc=0
+    bash scripts/test_wheel.sh "$(ls "$wheels"/torch_green_contexts-*-"$tag"-"$tag"-*.whl)" "$python" "$torch_version" 2>&1 \
+      | tee "$logs/wheel-test.txt" || rc=$?
+    line=$(grep -E '^wheel tests: ' "$logs/wheel-test.txt" | tail -n 1 | sed 's/^wheel tests: //' || true)
+    note "wheel, ${line:-torch $torch_version $tag: no result}"
+    [ "$rc" = 0 ] || exit "$rc"
+    took "the wheel under torch $torch_version, $tag"
+  done
 else
-  note "torch $OLDEST_TORCH skipped (TGC_SKIP_OLDEST=1)"
+  note "wheels skipped (TGC_SKIP_WHEELS=1)"
 fi

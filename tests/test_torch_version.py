@@ -39,3 +39,19 @@ def test_the_package_metadata_declares_the_same_minimum():
 def test_ci_runs_the_declared_minimum():
     script = (ROOT / "scripts" / "run_tests.sh").read_text()
     assert f"OLDEST_TORCH={MINIMUM_TORCH[0]}.{MINIMUM_TORCH[1]}." in script
+
+
+def test_the_wheel_builds_and_the_matrix_start_at_the_declared_minimum():
+    releases = [line for line in (ROOT / "scripts" / "torch_releases.txt").read_text().splitlines()
+                if line and not line.startswith("#")]
+    assert torch_release(releases[0]) == MINIMUM_TORCH
+    assert [torch_release(r) for r in releases] == sorted({torch_release(r) for r in releases})
+    script = (ROOT / "scripts" / "run_tests.sh").read_text()
+    assert f"OLDEST_TORCH={releases[0]}\n" in script
+
+
+def test_ci_runs_the_oldest_declared_python():
+    import re
+
+    floor = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"OLDEST_PYTHON={floor}\n" in (ROOT / "scripts" / "run_tests.sh").read_text()

@@ -1,47 +1,63 @@
-"""Loads the compiled core, torch first (the extension links against libtorch), after checking
-that the installed torch is the one the extension was built against (once, before loading: a
-mismatched extension may not load at all)."""
+"""Loads the compiled core, torch first (the module links against torch's c10 libraries): from a
+wheel, the build for the running torch's release; from a build from source, the one module, after
+checking that it was compiled against the running torch (see _builds)."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 import torch
 
+from . import _builds
 from ._torch_version import check_torch
 
 check_torch(torch.__version__)
 
+_NAME = __name__.rsplit(".", 1)[0] + "._C"
 
-def _built_against_torch() -> str | None:
-    """The torch the extension was compiled against, as setup.py recorded it; None for a build
-    that did not go through setup.py."""
+
+def _load_wheel_build(wheel: _builds.WheelBuilds) -> tuple[ModuleType, str]:
+    build = _builds.choose(wheel, torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+    loader = importlib.machinery.ExtensionFileLoader(_NAME, str(build.path))
+    spec = importlib.util.spec_from_file_location(_NAME, str(build.path), loader=loader)
+    assert spec is not None
     try:
-        from ._build_info import TORCH_VERSION
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError) as error:
+        raise _builds.load_failed(build, wheel, error) from error
+    sys.modules[_NAME] = module
+    return module, build.torch
+
+
+def _load_source_build() -> tuple[ModuleType, str | None]:
+    built_against: str | None
+    try:
+        from ._build_info import TORCH_VERSION as built_against
     except ImportError:  # pragma: no cover - a build that did not go through setup.py
-        return None
-    return TORCH_VERSION
+        built_against = None
+    _builds.check_source_build(built_against, torch.__version__)
+    try:
+        module = importlib.import_module(_NAME)
+    except ImportError as error:  # pragma: no cover - only with a broken build
+        raise ImportError(
+            f"torch_green_contexts' compiled extension could not be loaded ({error}) under torch "
+            f"{torch.__version__}: {_builds.FROM_SOURCE}") from error
+    return module, built_against
 
 
-BUILT_AGAINST_TORCH = _built_against_torch()
-
-REBUILD = (
-    "rebuild it against the installed torch: `pip install --no-build-isolation --no-deps "
-    "--force-reinstall <this package's source>` (or `pip install --no-build-isolation -e .` in a "
-    "checkout)"
-)
-
-if BUILT_AGAINST_TORCH is not None and BUILT_AGAINST_TORCH != torch.__version__:
-    raise ImportError(
-        f"torch_green_contexts was built against torch {BUILT_AGAINST_TORCH}, but torch "
-        f"{torch.__version__} is installed; its compiled extension works only with the torch "
-        f"it was built against: {REBUILD}"
-    )
-
-try:
+_wheel = _builds.read_manifest()
+_module, BUILT_AGAINST_TORCH = _load_wheel_build(_wheel) if _wheel is not None else _load_source_build()
+# Where the module came from: "wheel" (one of a wheel's builds) or "source" (setup.py's build).
+LOADED_FROM = "wheel" if _wheel is not None else "source"
+if TYPE_CHECKING:
     from . import _C
-except ImportError as error:  # pragma: no cover - only with a broken build
-    raise ImportError(
-        f"torch_green_contexts' compiled extension could not be loaded ({error}); {REBUILD} "
-        f"(installed torch: {torch.__version__})"
-    ) from error
+else:
+    _C = _module
 
-__all__ = ["_C", "BUILT_AGAINST_TORCH"]
+__all__ = ["_C", "BUILT_AGAINST_TORCH", "LOADED_FROM"]
