@@ -6,15 +6,15 @@
 # limit on the number of files brought back cannot leave the results behind (a second call of
 # the same point in one machine call packs $OUT/POINT-2.tgz, and so on; it resumes from the
 # first's results, which are copied into DIR here). On the machine that keeps the results,
-# scripts/pd_sweep_unpack.sh puts the archives back into DIR, in that order.
-#   bash scripts/pd_sweep_call.sh DIR POINT SECONDS [python -m examples.pd arguments...]
-# e.g. bash scripts/pd_sweep_call.sh benchmarks/results/2026-12-04-h200-pd-sweep today-32-layers 420 \
+# benchmarks/campaigns/pd_sweep_unpack.sh puts the archives back into DIR, in that order.
+#   bash benchmarks/campaigns/pd_sweep_call.sh DIR POINT SECONDS [python -m examples.pd arguments...]
+# e.g. bash benchmarks/campaigns/pd_sweep_call.sh benchmarks/results/2026-12-04-h200-pd-sweep today-32-layers 420 \
 #        --layers 32 --workload today --ttft-slo-ms 1000 --tpot-slo-ms 20 --rates 5,10,15 --seeds 1,2
 set -uo pipefail
 if [ $# -lt 3 ] || [ "$1" = -h ] || [ "$1" = --help ]; then sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
 dir=$1 point=$2 seconds=$3
 shift 3
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/pd-call}
 work=$(mktemp -d)
 mkdir -p "$OUT" "$work/$point"

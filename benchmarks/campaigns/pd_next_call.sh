@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU call of what is left of the 32-layer prefill/decode sweep (TTFT 1 s, TPOT 20 ms, seeds
-# 1 and 2): the steps below in order, each resuming its point with scripts/pd_sweep_call.sh until
+# 1 and 2): the steps below in order, each resuming its point with benchmarks/campaigns/pd_sweep_call.sh until
 # its sweep ends, the next one in the time left; a step already complete is passed over. With
 # --gpu-tests the GPU suite runs first ($OUT/gpu-tests.log). The archives come back as
 # $OUT/POINT.tgz (POINT-2.tgz for a second step of the same point): unpack them in that order.
@@ -8,17 +8,17 @@
 #         3. long-prompt, every scheduler, SGLang's TTFT rule (max(1 s, 1 ms a prompt token))
 #   H200: 1. the headline (today's mix), the two-SLO policy at slack share 0; 2. chat (the H200's
 #         own, begun there), every scheduler; 3. chat, the two-SLO policy at slack share 0
-#   bash scripts/pd_next_call.sh SECONDS [--gpu-tests]
+#   bash benchmarks/campaigns/pd_next_call.sh SECONDS [--gpu-tests]
 set -uo pipefail
 usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 if ! [[ "${1:-}" =~ ^[0-9]+$ ]] || { [ $# -gt 1 ] && [ "$2" != --gpu-tests ]; }; then usage >&2; exit 2; fi
 seconds=$1 tests=${2:-}
 start=$SECONDS
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export OUT=${OUT:-$PWD/pd-call}
 mkdir -p "$OUT"
-sweep_call=${PD_SWEEP_CALL:-scripts/pd_sweep_call.sh}
+sweep_call=${PD_SWEEP_CALL:-benchmarks/campaigns/pd_sweep_call.sh}
 if ! python3 -c 'import torch_green_contexts' 2>/dev/null; then
   MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
     || { echo "BUILD FAILED"; tail -40 "$OUT/build.log"; exit 1; }

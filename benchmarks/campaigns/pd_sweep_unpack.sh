@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Puts an archive of scripts/pd_sweep_call.sh back into the sweep's folder: POINT/results.json,
+# Puts an archive of benchmarks/campaigns/pd_sweep_call.sh back into the sweep's folder: POINT/results.json,
 # layout-profile.json and the plots become DIR/POINT-results.json, DIR/POINT-layout-profile.json
 # and DIR/POINT-goodput-*.png; the call's log is appended to DIR/POINT-sweep.log under a line
 # naming the call.
-#   bash scripts/pd_sweep_unpack.sh ARCHIVE DIR "call 7 (resumed)"
+#   bash benchmarks/campaigns/pd_sweep_unpack.sh ARCHIVE DIR "call 7 (resumed)"
 set -euo pipefail
 if [ $# -ne 3 ]; then sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 2; fi
 archive=$1 dir=$2 title=$3
