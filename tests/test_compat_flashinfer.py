@@ -175,9 +175,10 @@ def test_locality_domain_functions_on_one_domain_and_on_four(domains, sms):
     out = run_on_sim(
         f"""
         import torch
-        from tests.sim.stand_ins import stream_of
+        from tests.sim.stand_ins import skip_cuda_init, stream_of
         from torch_green_contexts.compat import _streams
         _streams._stream_of = stream_of  # streams stand in for torch.cuda.Streams
+        torch.cuda._lazy_init = skip_cuda_init  # no CUDA runtime under the simulated driver
         import torch_green_contexts.compat.flashinfer as green_ctx
 
         DEV = torch.device("cuda:0")

@@ -1,16 +1,14 @@
-// Device memory per locality domain, and PyTorch tensors over it (compat.flashinfer's
-// empty_per_locality_domain shapes them).
+// Device memory per locality domain, and its bytes as a DLPack capsule (compat.flashinfer's
+// empty_per_locality_domain makes the tensor of them in Python, with torch.from_dlpack, so that
+// the module links nothing of torch but c10).
+#include <Python.h>
 #include <pybind11/stl.h>
-#include <torch/csrc/Dtype.h>
-#include <torch/python.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "bindings.h"
-#include "core/errors.h"
 #include "core/localized_memory.h"
 #include "torch/torch_bridge.h"
 
@@ -18,13 +16,74 @@ namespace tgc::python {
 
 namespace {
 
-// A tensor of `dtype` over `memory`, of `sizes` and `strides` (elements), that keeps it alive.
-at::Tensor tensor_over(const std::shared_ptr<LocalizedMemory>& memory, const std::vector<std::int64_t>& sizes,
-                       const std::vector<std::int64_t>& strides, const py::object& dtype) {
-  if (!THPDtype_Check(dtype.ptr())) throw TypeError("dtype must be a torch.dtype");
-  const std::size_t bytes = memory->stride() * static_cast<std::size_t>(memory->domains());
-  return torch_bridge::tensor_over(memory->address(), bytes, sizes, strides,
-                                   reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, memory->device(), memory);
+// The DLPack C ABI (dlpack.h) of the unversioned "dltensor" capsule, which torch.from_dlpack
+// takes in every torch release the package supports.
+struct DLDevice {
+  std::int32_t device_type;
+  std::int32_t device_id;
+};
+struct DLDataType {
+  std::uint8_t code;
+  std::uint8_t bits;
+  std::uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  std::int32_t ndim;
+  DLDataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;
+  std::uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr std::int32_t kDLCUDA = 2;
+constexpr std::uint8_t kDLUInt = 1;
+constexpr const char* kCapsuleName = "dltensor";
+
+// The bytes of `memory` as a [domains, stride] uint8 tensor; holds the memory until the
+// consumer calls the deleter.
+struct BytesOfMemory {
+  DLManagedTensor managed{};
+  std::int64_t shape[2];
+  std::int64_t strides[2];
+  std::shared_ptr<LocalizedMemory> owner;
+};
+
+void release_bytes(DLManagedTensor* managed) { delete static_cast<BytesOfMemory*>(managed->manager_ctx); }
+
+void release_unused_capsule(PyObject* capsule) {
+  // A consumer that takes the tensor renames the capsule ("used_dltensor") and calls the deleter.
+  if (!PyCapsule_IsValid(capsule, kCapsuleName)) return;
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
+  managed->deleter(managed);
+}
+
+py::object bytes_capsule(const std::shared_ptr<LocalizedMemory>& memory) {
+  auto bytes = std::make_unique<BytesOfMemory>();
+  bytes->shape[0] = static_cast<std::int64_t>(memory->domains());
+  bytes->shape[1] = static_cast<std::int64_t>(memory->stride());
+  bytes->strides[0] = static_cast<std::int64_t>(memory->stride());
+  bytes->strides[1] = 1;
+  bytes->owner = memory;
+  DLTensor& tensor = bytes->managed.dl_tensor;
+  tensor.data = reinterpret_cast<void*>(memory->address());
+  tensor.device = DLDevice{kDLCUDA, static_cast<std::int32_t>(memory->device())};
+  tensor.ndim = 2;
+  tensor.dtype = DLDataType{kDLUInt, 8, 1};
+  tensor.shape = bytes->shape;
+  tensor.strides = bytes->strides;
+  tensor.byte_offset = 0;
+  bytes->managed.manager_ctx = bytes.get();
+  bytes->managed.deleter = &release_bytes;
+  PyObject* capsule = PyCapsule_New(&bytes->managed, kCapsuleName, &release_unused_capsule);
+  if (capsule == nullptr) throw py::error_already_set();
+  bytes.release();
+  return py::reinterpret_steal<py::object>(capsule);
 }
 
 }  // namespace
@@ -41,7 +100,8 @@ void bind_memory(py::module_& m) {
       .def_property_readonly("stride", &LocalizedMemory::stride)
       .def_property_readonly("domains", &LocalizedMemory::domains)
       .def_property_readonly("device", &LocalizedMemory::device);
-  m.def("tensor_over", &tensor_over, py::arg("memory"), py::arg("sizes"), py::arg("strides"), py::arg("dtype"));
+  m.def("bytes_capsule", &bytes_capsule, py::arg("memory"),
+        "The memory's bytes as a DLPack capsule of a [domains, stride] uint8 CUDA tensor, which holds the memory.");
   m.def("deferred_localized_releases", &deferred_localized_releases,
         "Releases of memory per locality domain that a stream capture kept waiting.");
 }

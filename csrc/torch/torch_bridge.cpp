@@ -1,13 +1,9 @@
 #include "torch_bridge.h"
 
-#include <ATen/ops/from_blob.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <string>
-
 #include "../core/device.h"
-#include "../core/errors.h"
 
 namespace tgc::torch_bridge {
 
@@ -43,27 +39,6 @@ std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream
   return {static_cast<std::int64_t>(packed.stream_id),
           static_cast<std::int64_t>(packed.device_index),
           static_cast<std::int64_t>(packed.device_type)};
-}
-
-at::Tensor tensor_over(abi::CUdeviceptr address, std::size_t bytes, const std::vector<std::int64_t>& sizes,
-                       const std::vector<std::int64_t>& strides, at::ScalarType dtype, int ordinal,
-                       std::shared_ptr<const void> owner) {
-  if (sizes.size() != strides.size()) throw ValueError("sizes and strides must have the same length");
-  long double last = 0;  // the largest element offset; -1 for no element
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] < 0 || strides[i] < 0) throw ValueError("sizes and strides must be 0 or more");
-    if (sizes[i] == 0) last = -1;
-    if (last >= 0) last += static_cast<long double>(sizes[i] - 1) * static_cast<long double>(strides[i]);
-  }
-  if ((last + 1) * static_cast<long double>(c10::elementSize(dtype)) > static_cast<long double>(bytes)) {
-    throw ValueError("a tensor of these sizes and strides would reach past the " + std::to_string(bytes) +
-                     " bytes it is made over");
-  }
-  const c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(ordinal));
-  // The device is given, so that PyTorch does not ask the CUDA runtime where the memory lives.
-  return at::from_blob(
-      reinterpret_cast<void*>(address), sizes, strides, [owner = std::move(owner)](void*) mutable { owner.reset(); },
-      at::TensorOptions().dtype(dtype).device(device), device);
 }
 
 }  // namespace tgc::torch_bridge

@@ -8,7 +8,6 @@
 #include <tuple>
 #include <utility>
 
-#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "../core/cuda_abi.h"
@@ -36,12 +35,5 @@ c10::cuda::CUDAStream to_torch_stream(abi::CUstream stream, int ordinal);
 // (stream_id, device_index, device_type): what torch.cuda.Stream needs to wrap the stream.
 std::tuple<std::int64_t, std::int64_t, std::int64_t> stream_triple(abi::CUstream stream,
                                                                    int ordinal);
-
-// A tensor of `dtype` on CUDA device `ordinal` over the `bytes` bytes at `address`, of `sizes`
-// and `strides` (in elements), which holds `owner` until the tensor and every view of it are
-// freed; ValueError when it would reach past those bytes. Makes no CUDA runtime call.
-at::Tensor tensor_over(abi::CUdeviceptr address, std::size_t bytes, const std::vector<std::int64_t>& sizes,
-                       const std::vector<std::int64_t>& strides, at::ScalarType dtype, int ordinal,
-                       std::shared_ptr<const void> owner);
 
 }  // namespace tgc::torch_bridge

@@ -1,5 +1,7 @@
-"""Stand-ins for torch.cuda.Streams, which need PyTorch's CUDA runtime that no simulated driver
-satisfies: the native context and its raw stream, for the compat modules' streams."""
+"""Stand-ins for what needs PyTorch's CUDA runtime, which no simulated driver satisfies:
+torch.cuda.Streams (the native context and its raw stream, for the compat modules' streams) and
+the runtime's initialisation, which torch.from_dlpack asks for before it hands out a CUDA tensor
+(the tensors over the simulated driver's memory are only looked at)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ def stream_of(native: Any) -> types.SimpleNamespace:
 def stream_at(native: Any, priority: int) -> types.SimpleNamespace:
     """_green_context.new_stream's stand-in: the native context and its stream of `priority`."""
     return types.SimpleNamespace(native=native, handle=native.stream(priority)[0], priority=priority)
+
+
+def skip_cuda_init() -> None:
+    """torch.cuda._lazy_init's stand-in: nothing to initialise."""
 
 
 def check_streams(streams: list, resources: list, counts: list[int]) -> None:

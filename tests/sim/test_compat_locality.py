@@ -1,7 +1,8 @@
 """compat.flashinfer's locality-domain functions against the simulated driver (two domains by
 default; one and four in tests/test_compat_flashinfer.py): a stream per domain, memory placed per
 domain, and FeatureUnavailableError on drivers before 13.4. Streams stand in for
-torch.cuda.Streams, and the tensors are only looked at (the simulated driver runs no kernel)."""
+torch.cuda.Streams (and nothing for the CUDA runtime's initialisation), and the tensors are only
+looked at (the simulated driver runs no kernel)."""
 
 import gc
 
@@ -14,7 +15,7 @@ from torch_green_contexts.compat import _streams
 
 from .controls import mapping_at
 from .stand_ins import check_streams as check
-from .stand_ins import stream_of
+from .stand_ins import skip_cuda_init, stream_of
 
 DEV = torch.device("cuda:0")
 GRANULE = 2 << 20  # the simulated driver's allocation granularity
@@ -24,6 +25,7 @@ BEFORE_13_4 = (12040, 12050, 13000, 13010)
 @pytest.fixture(autouse=True)
 def streams_stand_in(monkeypatch):
     monkeypatch.setattr(_streams, "_stream_of", stream_of)
+    monkeypatch.setattr(torch.cuda, "_lazy_init", skip_cuda_init)
 
 
 def domains_of(tensor):
@@ -79,6 +81,18 @@ def test_a_view_keeps_the_memory(live):
     gc.collect()
     assert live("memory") == 2
     del view
+    gc.collect()
+    assert live("memory") == 0
+
+
+@pytest.mark.driver_versions(13040)
+def test_a_capsule_nobody_takes_releases_the_memory(live):
+    memory = tgc._C._LocalizedMemory(0, 100)
+    capsule = tgc._C.bytes_capsule(memory)
+    del memory
+    gc.collect()
+    assert live("memory") == 2, "the capsule holds the memory"
+    del capsule
     gc.collect()
     assert live("memory") == 0
 

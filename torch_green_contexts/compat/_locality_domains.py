@@ -85,8 +85,11 @@ def empty_per_locality_domain(part_shape: tuple[int, ...], dtype: torch.dtype, d
     device = cuda_device(dev)
     _domain_count(device, "empty_per_locality_domain")
     memory = _C._LocalizedMemory(device, part_bytes)
+    # The memory's bytes, [domains, stride] uint8, as one tensor that holds the memory; every
+    # part's stride is a multiple of the allocation granularity, so of any element size.
+    raw = torch.from_dlpack(_C.bytes_capsule(memory))
     strides = [math.prod(max(n, 1) for n in shape[i + 1:]) for i in range(len(shape))]  # as torch.empty's
-    return _C.tensor_over(memory, [memory.domains, *shape], [memory.stride // itemsize, *strides], dtype)
+    return raw.view(dtype).as_strided([memory.domains, *shape], [memory.stride // itemsize, *strides])
 
 
 def _part_shape(part_shape: Any) -> list[int]:

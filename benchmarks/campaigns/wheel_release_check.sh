@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One GPU call that checks a release wheel of scripts/build_wheel.py, nothing compiled on the
+# machine: the whole GPU suite from the installed wheel (scripts/gpu_wheel_check.sh), then each
+# GPU test file named after WHEEL alone in a fresh pytest, then the policy's decision-cost
+# benchmark (python -m benchmarks --only pd_policy), all importing the installed wheel; with
+# seconds left over (TRACE_SECONDS, default 0: off), the engine's device timelines at one point
+# of today's mix (python -m examples.pd --trace-runs) with the GPU clocks logged beside them.
+# Everything goes to $OUT: logs, and the tables as one archive, $OUT/results.tgz.
+#   bash benchmarks/campaigns/wheel_release_check.sh WHEEL [tests/gpu/test_gpu_X.py ...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+wheel=$(realpath "$1"); shift
+OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
+log=$OUT/release-check.log
+began=$(date +%s)
+stamp() { echo "== $* ($(( $(date +%s) - began )) s)" | tee -a "$log"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >"$log" 2>&1
+status=0
+OUT=$OUT/suite bash scripts/gpu_wheel_check.sh "$wheel" || status=1
+stamp "suite: $(tail -n 1 "$OUT/suite/wheel-check.log")"
+
+site=$(mktemp -d) tree=$(mktemp -d)
+python3 -m pip install -q --no-deps --no-index --target "$site" "$wheel" >>"$log" 2>&1 || { stamp "install failed"; exit 1; }
+git ls-files -z --cached --others --exclude-standard | grep -zv '^torch_green_contexts/' \
+  | tar --null -T - -cf - | tar -xf - -C "$tree"
+cd "$tree"
+export PYTHONPATH=$site
+python3 -c "import torch_green_contexts._native as n; assert n.LOADED_FROM == 'wheel'; print('alone runs import', n._C.__file__)" \
+  >>"$log" 2>&1 || { stamp "the wheel does not load"; exit 1; }
+for file in "$@"; do
+  name=$(basename "$file" .py)
+  python3 -m pytest "$file" -q -rs -p no:cacheprovider >"$OUT/alone-$name.txt" 2>&1 || status=1
+  stamp "alone $file: $(grep -E ' in [0-9.]+s' "$OUT/alone-$name.txt" | tail -n 1)"
+done
+python3 -m benchmarks --only pd_policy --out "$OUT/bench" >"$OUT/bench.log" 2>&1 || status=1
+stamp "pd_policy benchmark rc=$?"; tail -n 12 "$OUT/bench.log" | tee -a "$log"
+
+left=${TRACE_SECONDS:-0}
+if [ "$left" -gt 60 ]; then
+  gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+  if [[ "$gpu" == *H200* ]]; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+      --format=csv -lms 250 >"$OUT/trace-smi.csv" 2>&1 &
+    smi=$!
+    timeout "$left" python3 -m examples.pd --layers 32 --workload today --ttft-slo-ms 1000 --tpot-slo-ms 20 \
+      --rates 10 --seeds 1 --schedulers chunked,streams,static,pd --budgets 256 --admission fcfs \
+      --min-rates 1 --max-rates 1 --static-candidates 1 --trace-runs --max-slots 82 \
+      --calibration benchmarks/results/2026-12-06-h200-calibration/today-32-layers-calibration.json \
+      --layout-profile benchmarks/results/2026-12-04-h200-pd-sweep/today-32-layers-layout-profile.json \
+      --out "$OUT/trace" >"$OUT/trace.log" 2>&1
+    stamp "trace runs rc=$?"; kill "$smi"
+  else
+    stamp "trace runs skipped: the committed calibration is the H200's, this is $gpu"
+  fi
+fi
+cd "$OUT" && tar czf results.tgz --exclude=results.tgz . && stamp "status $status"
+exit "$status"
