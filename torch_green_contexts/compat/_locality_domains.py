@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import torch
+from torch.utils.dlpack import from_dlpack
 
 from .. import _validation
 from .._errors import SplitError
@@ -87,7 +88,7 @@ def empty_per_locality_domain(part_shape: tuple[int, ...], dtype: torch.dtype, d
     memory = _C._LocalizedMemory(device, part_bytes)
     # The memory's bytes, [domains, stride] uint8, as one tensor that holds the memory; every
     # part's stride is a multiple of the allocation granularity, so of any element size.
-    raw = torch.from_dlpack(_C.bytes_capsule(memory))
+    raw = from_dlpack(_C.bytes_capsule(memory))
     strides = [math.prod(max(n, 1) for n in shape[i + 1:]) for i in range(len(shape))]  # as torch.empty's
     return raw.view(dtype).as_strided([memory.domains, *shape], [memory.stride // itemsize, *strides])
 
