@@ -18,6 +18,16 @@ def have_matplotlib() -> bool:
         return False
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on its file-only backend (Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def optional_plot(draw: Callable[..., Any], path: str, *args: Any, **kwargs: Any) -> str | None:
     """``draw(path, *args, **kwargs)`` when matplotlib is installed; ``path``, or None when the
     plot was skipped (said once per process on stderr)."""

@@ -38,9 +38,9 @@ import torch_green_contexts as tgc
 from torch_green_contexts import GreenContext, observed_sm_ids, sizing
 
 try:
-    from examples._plots import optional_plot
+    from examples._plots import optional_plot, pyplot
 except ImportError:  # run as a script: python examples/serving.py
-    from _plots import optional_plot  # type: ignore[no-redef, import-not-found]
+    from _plots import optional_plot, pyplot  # type: ignore[no-redef, import-not-found]
 
 SERVER = dict(layers=4, d_model=1024, heads=16, ff=4096, batch=4, tokens=256)
 TRAINER = dict(layers=4, d_model=2048, heads=16, ff=8192, batch=8, tokens=1024)
@@ -173,10 +173,7 @@ def compare(request: Callable[[], Any], train: Callable[[], None], setups: dict[
 
 
 def plot(results: dict[str, Any], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     setups = results["comparison"]["setups"]
     names = list(setups)

@@ -20,7 +20,7 @@ import statistics
 import sys
 from typing import Any, Sequence
 
-from ..._plots import optional_plot
+from ..._plots import optional_plot, pyplot
 from .arrivals import Arrivals
 from .comparisons import BASELINES, comparison
 from .metrics import METRIC_NAMES, METRICS, metric_goodput, slo_from_json
@@ -168,10 +168,7 @@ COLORS = {"chunked": "tab:blue", "streams": "tab:gray", "static": "tab:orange", 
 def plot(results: dict[str, Any], path: str, metric: str) -> str:
     """The figure of ``metric`` (attainment, or the P99 margin on a log scale) against the
     arrival rate: each scheduler's best configuration, a line per seed. Returns ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     field, target, higher = METRICS[metric]
     fig, ax = plt.subplots(figsize=(8, 5))
