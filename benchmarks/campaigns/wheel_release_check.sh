@@ -4,7 +4,8 @@
 # GPU test file named after WHEEL alone in a fresh pytest, then the policy's decision-cost
 # benchmark (python -m benchmarks --only pd_policy), all importing the installed wheel; with
 # seconds left over (TRACE_SECONDS, default 0: off), the engine's device timelines at one point
-# of today's mix (python -m examples.pd --trace-runs) with the GPU clocks logged beside them.
+# of today's mix (python -m examples.pd --trace-runs) with the GPU clocks logged beside them,
+# cut short to end END_BY seconds after the start where that is set.
 # Everything goes to $OUT: logs, and the tables as one archive, $OUT/results.tgz.
 #   bash benchmarks/campaigns/wheel_release_check.sh WHEEL [tests/gpu/test_gpu_X.py ...]
 set -uo pipefail
@@ -43,6 +44,10 @@ rc=$?; [ "$rc" = 0 ] || status=1
 stamp "pd_policy benchmark rc=$rc"; tail -n 12 "$OUT/bench.log" | tee -a "$log"
 
 left=${TRACE_SECONDS:-0}
+if [ -n "${END_BY:-}" ]; then  # seconds after the start by which the call must be over
+  room=$(( END_BY - ($(date +%s) - began) - 20 ))
+  [ "$room" -lt "$left" ] && left=$room
+fi
 if [ "$left" -gt 60 ]; then
   gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
   if [[ "$gpu" == *H200* ]]; then
