@@ -10,7 +10,7 @@
 #   bash benchmarks/campaigns/wheel_release_check.sh WHEEL [tests/gpu/test_gpu_X.py ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 wheel=$(realpath "$1"); shift
 OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
 log=$OUT/release-check.log
