@@ -41,14 +41,7 @@ site=$("$venv_py" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])'
 run "$PY" -m pip install --no-deps --no-index --target "$site" "$wheel" \
   || { say "GPU wheel check: install failed (the wheel's platform tag names the glibc it needs)"; exit 1; }
 
-mkdir "$work/tree"
-if git rev-parse --git-dir >/dev/null 2>&1; then
-  git ls-files -z --cached --others --exclude-standard | grep -zv '^torch_green_contexts/' \
-    | tar --null -T - -cf - | tar -xf - -C "$work/tree"
-else
-  tar --exclude=./torch_green_contexts --exclude=./.git --exclude=./build --exclude=./dist --exclude=./.venvs \
-    --exclude=./gpu-logs --exclude='*.so' -cf - . | tar -xf - -C "$work/tree"
-fi
+bash scripts/tree_without_package.sh "$work/tree"
 
 cd "$work/tree"
 status=0

@@ -27,9 +27,7 @@ echo "torch $torch_version, $("$venv_py" --version): installing torch and the te
 "$venv_py" -m pip install -q --no-deps "$wheel"
 
 # The checkout's tracked files, less the package (and anything built into it).
-mkdir "$work/tree"
-git ls-files -z --cached --others --exclude-standard | grep -zv '^torch_green_contexts/' \
-  | tar --null -T - -cf - | tar -xf - -C "$work/tree"
+bash scripts/tree_without_package.sh "$work/tree"
 if [ -f tests/cpp/build/libtgc_simdriver.so ]; then
   mkdir -p "$work/tree/tests/cpp/build"
   cp tests/cpp/build/libtgc_simdriver.so "$work/tree/tests/cpp/build/"

@@ -23,13 +23,7 @@ stamp "suite: $(tail -n 1 "$OUT/suite/wheel-check.log")"
 
 site=$(mktemp -d) tree=$(mktemp -d)
 python3 -m pip install -q --no-deps --no-index --target "$site" "$wheel" >>"$log" 2>&1 || { stamp "install failed"; exit 1; }
-if git rev-parse --git-dir >/dev/null 2>&1; then
-  git ls-files -z --cached --others --exclude-standard | grep -zv '^torch_green_contexts/' \
-    | tar --null -T - -cf - | tar -xf - -C "$tree"
-else
-  tar --exclude=./torch_green_contexts --exclude=./.git --exclude=./build --exclude=./dist --exclude=./.venvs \
-    --exclude=./gpu-logs --exclude='*.so' -cf - . | tar -xf - -C "$tree"
-fi
+bash scripts/tree_without_package.sh "$tree"
 cd "$tree"
 export PYTHONPATH=$site
 python3 -c "import torch_green_contexts._native as n; assert n.LOADED_FROM == 'wheel'; print('alone runs import', n._C.__file__)" \
