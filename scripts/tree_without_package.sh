@@ -4,6 +4,7 @@
 # ones git does not ignore; without git (a copy of the tree), everything less the build outputs.
 #   bash scripts/tree_without_package.sh DEST
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -eq 1 ] || { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 mkdir -p "$1"
 if git rev-parse --git-dir >/dev/null 2>&1; then
