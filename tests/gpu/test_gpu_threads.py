@@ -75,10 +75,16 @@ def _work_on(ctx: GreenContext, device: int, a: torch.Tensor, b: torch.Tensor, e
     return seen
 
 
-def _check_thread(t: int, seen: dict[str, Any], primary: int, green: set[int]) -> None:
+def _check_thread(t: int, seen: dict[str, Any], primary: int, green: set[int], *, sms_shared: bool = False) -> None:
+    """``sms_shared``: the threads' contexts may hold the same SMs, so one round's probe can find
+    some of them busy with another thread's work and land on fewer; over all rounds it must still
+    reach every SM of the context and no other."""
     assert seen["context_at_start"] == 0, f"thread {t} began with a context current"
     assert all(seen["right"]), f"thread {t}: wrong results in rounds {seen['right']}"
-    assert seen["counts"] == [seen["sm_count"]] * ROUNDS, (t, seen["counts"], seen["sm_count"])
+    if sms_shared:
+        assert all(0 < count <= seen["sm_count"] for count in seen["counts"]), (t, seen["counts"], seen["sm_count"])
+    else:
+        assert seen["counts"] == [seen["sm_count"]] * ROUNDS, (t, seen["counts"], seen["sm_count"])
     assert len(seen["ids"]) == seen["sm_count"], f"thread {t}: its rounds ran on different SMs"
     assert seen["stream_kept"], f"thread {t}: its current stream changed"
     assert seen["context_at_end"] not in green, f"thread {t} was left with a green context current"
@@ -114,6 +120,6 @@ def test_threads_make_their_own_contexts_at_once_and_run_on_them(device, granula
 
     seen = _at_once(work, THREADS)
     for t, result in enumerate(seen):
-        _check_thread(t, result, primary, set(made))
+        _check_thread(t, result, primary, set(made), sms_shared=True)
         assert result["sm_count"] >= granularity * (1 + t % 2)
     assert tgc._C.current_context() == primary
