@@ -8,6 +8,7 @@ import math
 import pytest
 
 from tests.test_pd_policy import FakeLayouts, make_profile, step_us
+from torch_green_contexts import _pd_choice, _pd_options
 from torch_green_contexts.pd_policy import PrefillDecodePolicy
 from torch_green_contexts.step_policy import StepPolicy
 
@@ -186,3 +187,23 @@ def test_bad_observations_and_kv_shares_are_refused_not_folded_in():
     for bad, error in ((1.5, ValueError), (-0.1, ValueError), ("full", TypeError), (math.nan, ValueError)):
         with pytest.raises(error, match="kv_used"):
             p.choose(BATCH, CONTEXT, prefill_tokens=10, kv_used=bad)
+
+
+def test_bad_waiting_prompt_tokens_are_refused_before_anything_moves():
+    p = policy(mode="p99")
+    for bad, error in ((math.nan, ValueError), (math.inf, ValueError), (-1, ValueError), ("many", TypeError)):
+        with pytest.raises(error, match="prefill_tokens"):
+            p.step(BATCH, CONTEXT, prefill_tokens=bad)
+        with pytest.raises(error, match="prefill_tokens"):
+            p.choose(BATCH, CONTEXT, prefill_tokens=bad)
+    assert p.stats()["steps"] == 0 and sum(p.stats()["chosen"].values()) == 0
+
+
+def test_when_nothing_fits_the_fastest_wins_and_a_tie_goes_to_more_decode_sms():
+    options = _pd_options.check("distserve", None, False, (0,), 1, 0, None, None, 1, [0, 16, 64])
+    sms = {0: 0, 16: 16, 64: 64}
+    pick = lambda estimates: _pd_choice.choose([0, 16, 64], sms, estimates, 100.0, options, current=None,  # noqa: E731
+                                               steps_on_current=0, hysteresis=0.05, ttft_slack_us=None, kv_used=None)
+    assert pick({0: 300.0, 16: 200.0, 64: 250.0}) == 16
+    assert pick({0: 300.0, 16: 200.0, 64: 200.0}) == 64
+    assert pick({0: 90.0, 16: 50.0, 64: 80.0}) == 0, "the first that fits: most batch SMs"

@@ -106,3 +106,17 @@ def test_corrections_propagate_a_change_and_forget_a_steady_bias():
     assert c.observed()["b"] == 0, "a refused ratio is not taken"
     c.observe("b", 0.0)
     assert c.observed()["b"] == 1 and c.factor("b") >= 1.0, "a step of no time is taken"
+
+
+def test_factors_are_worked_out_again_after_an_observation_and_every_sixty_fourth_of_a_half_life():
+    c = Corrections([("a", 16), ("b", 64)], half_life_steps=640, window=1)
+    c.observe("b", 3.0)
+    assert c.factor("b") == 3.0
+    c.tick(9)
+    assert c.factor("b") == 3.0, "within 640 / 64 steps the factors are kept"
+    c.tick(1)
+    assert c.factor("b") == pytest.approx(1.0 + 2.0 * 0.5 ** (10 / 640)) and c.factor("b") < 3.0
+    c.tick(630)
+    assert c.factor("b") == pytest.approx(2.0), "a half-life after it was seen, half the excess is left"
+    c.observe("b", 5.0)
+    assert c.factor("b") == 5.0, "an observation counts at once"

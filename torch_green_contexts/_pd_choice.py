@@ -16,21 +16,28 @@ over the layouts' estimates for the step at hand. Plain Python.
 from __future__ import annotations
 
 import math
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Hashable, Sequence, TypeVar
 
 from ._pd_options import Options
 
 K = TypeVar("K", bound=Hashable)
 
 
-def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimate: Callable[[K], float], budget: float,
+def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimates: dict[K, float], budget: float,
            options: Options, *, current: K | None, steps_on_current: int, hysteresis: float,
            ttft_slack_us: float | None, kv_used: float | None) -> K:
     """The layout for a decode step while prefill waits (``keys_by_prefill``: most batch SMs
-    first; ``sms``: each layout's latency SMs)."""
-    estimates = {k: estimate(k) for k in keys_by_prefill}
-    fastest = min(keys_by_prefill, key=lambda k: (estimates[k], -sms[k]))
-    fitting = [k for k in keys_by_prefill if estimates[k] <= budget]
+    first; ``sms``: each layout's latency SMs; ``estimates``: each layout's estimate for the step,
+    those of ``keys_by_prefill`` at least)."""
+    fastest = keys_by_prefill[0]  # the smallest estimate, then the most latency SMs, then the first
+    fastest_us, fastest_sms = estimates[fastest], sms[fastest]
+    fitting = []
+    for k in keys_by_prefill:
+        us = estimates[k]
+        if us <= budget:
+            fitting.append(k)
+        if us < fastest_us or (us == fastest_us and sms[k] > fastest_sms):
+            fastest, fastest_us, fastest_sms = k, us, sms[k]
     by_budget = fitting[0] if fitting else fastest
     pressure = options.kv_pressure
     late = ttft_slack_us is not None and ttft_slack_us <= 0
@@ -44,8 +51,8 @@ def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimate: Callable[[
             smaller = [k for k in fitting if sms[k] < sms[anchor]]
             target = smaller[0] if late and smaller else anchor
         else:
-            larger = sorted((k for k in fitting if sms[k] > sms[anchor]), key=lambda k: sms[k])
-            target = larger[0] if larger else fastest
+            larger = min((k for k in fitting if sms[k] > sms[anchor]), key=sms.__getitem__, default=None)
+            target = fastest if larger is None else larger
     else:
         target = by_budget
     if current is None or current not in estimates or target == current or sms[target] >= sms[current]:

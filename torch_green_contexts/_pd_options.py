@@ -73,8 +73,8 @@ def _ascending_counts(name: str, values: Any) -> tuple[int, ...]:
 
 def check_kv_used(kv_used: Any) -> float | None:
     """``kv_used`` (the share of the KV cache in use), or None; ValueError outside 0..1."""
-    if kv_used is None:
-        return None
+    if kv_used is None or (type(kv_used) is float and 0.0 <= kv_used <= 1.0):
+        return kv_used
     if isinstance(kv_used, bool) or not isinstance(kv_used, (int, float)):
         raise TypeError(f"kv_used must be a number from 0 to 1 or None, got {type(kv_used).__name__}")
     if not (math.isfinite(kv_used) and 0.0 <= kv_used <= 1.0):

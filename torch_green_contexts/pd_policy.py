@@ -30,7 +30,7 @@ a light prefill queue as one mixed batch on the whole device.
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Sequence, Tuple
 
 from . import _layout_args, _layout_build, _pd_choice, _pd_options, _validation
 from ._pd_options import MixedStepUs as _MixedStepUs
@@ -40,6 +40,8 @@ from .layouts import Layout
 from .step_policy import LayoutSet, StepTimer
 
 __all__ = ["PrefillDecodePolicy"]
+
+_CostTerms = Tuple[_layout_build.LayoutKey, float, float, float]  # key, us per context token, per request, fixed
 
 
 class PrefillDecodePolicy:
@@ -124,6 +126,8 @@ class PrefillDecodePolicy:
         # every SM to decode would run the prefill pieces on decode's SMs.
         self._while_prefill_waits = [k for k in self._by_prefill if self._layouts[k].batch_sm_count > 0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
+        self._terms_all = self._cost_terms(self._by_prefill)
+        self._terms_while_prefill_waits = self._cost_terms(self._while_prefill_waits)
         self._corrections = _corrections.Corrections(
             ((k, self._layouts[k].sm_count) for k in keys),
             half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
@@ -133,6 +137,7 @@ class PrefillDecodePolicy:
         self.options = _pd_options.check(mode, anchor, mode == "p99" if guard is None else guard, guard_classes,
                                          guard_half_life_steps, dwell_steps, kv_pressure, mixed_step_us, mixed_tokens,
                                          keys)
+        self._legacy = self.options.legacy
         self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count, self._is_split(k)) for k in keys),
                                              self.options.guard_classes,
                                              half_life_steps=self.options.guard_half_life_steps)
@@ -152,6 +157,7 @@ class PrefillDecodePolicy:
         smallest TTFT slack of the waiting prompts (None: unknown); ``kv_used``: the share of the
         KV cache in use (None: unknown). Never waits for the GPU."""
         _validation.check_decode_point(batch, context_tokens)
+        _validation.check_non_negative("prefill_tokens", prefill_tokens, "the waiting prompt tokens")
         kv_used = _pd_options.check_kv_used(kv_used)
         self._steps += 1
         self._corrections.tick()
@@ -202,6 +208,7 @@ class PrefillDecodePolicy:
                kv_used: float | None = None) -> _layout_build.LayoutKey:
         """The layout key :meth:`step` picks for these figures now, without switching."""
         _validation.check_decode_point(batch, context_tokens)
+        _validation.check_non_negative("prefill_tokens", prefill_tokens, "the waiting prompt tokens")
         kv_used = _pd_options.check_kv_used(kv_used)
         return self._decide(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us, kv_used,
                             self._guard.load_class(prefill_tokens))[0]
@@ -211,20 +218,34 @@ class PrefillDecodePolicy:
                 load_class: int) -> tuple[_layout_build.LayoutKey, int]:
         """The layout for these figures and the prompt tokens of a mixed step (0: none)."""
         o = self.options
-        if o.legacy or batch <= 0 or prefill_tokens <= 0:
+        if self._legacy or batch <= 0 or prefill_tokens <= 0:
             return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
+        factors = self._factors(load_class)
         if o.mixed_step_us is not None and prefill_tokens <= o.mixed_tokens:
             tokens = int(prefill_tokens)
             mixed_us = o.mixed_step_us(int(batch), int(context_tokens), tokens)
-            if _pd_choice.mixed_fits(mixed_us * self._factor(self._most_decode, load_class), budget):
+            if _pd_choice.mixed_fits(mixed_us * factors[self._most_decode], budget):
                 return self._most_decode, tokens
         key = _pd_choice.choose(
             self._while_prefill_waits, self._sms,
-            lambda k: self._estimate(k, batch, context_tokens, load_class), budget, o, current=self._current,
-            steps_on_current=self._since_switch, hysteresis=self._hysteresis, ttft_slack_us=ttft_slack_us,
-            kv_used=kv_used)
+            self._estimates(self._terms_while_prefill_waits, batch, context_tokens, factors), budget, o,
+            current=self._current, steps_on_current=self._since_switch, hysteresis=self._hysteresis,
+            ttft_slack_us=ttft_slack_us, kv_used=kv_used)
         return key, 0
+
+    def _cost_terms(self, keys: list[_layout_build.LayoutKey]) -> list[_CostTerms]:
+        """(key, us per context token, us per request, fixed us) of ``keys``, in their order."""
+        return [(k, self._costs[k].per_kilo_token_us / 1000.0, self._costs[k].per_request_us, self._costs[k].fixed_us)
+                for k in keys]
+
+    @staticmethod
+    def _estimates(terms: list[_CostTerms], batch: float, context_tokens: float,
+                   factors: dict[Hashable, float]) -> dict[_layout_build.LayoutKey, float]:
+        """The estimates for this step of the layouts of ``terms`` (:meth:`_cost_terms`), in their
+        order: the policy's per-step host cost, in one pass."""
+        return {k: (per_token * context_tokens + per_request * batch + fixed) * factors[k]
+                for k, per_token, per_request, fixed in terms}
 
     def _choose(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
                 ttft_slack_us: float | None) -> _layout_build.LayoutKey:
@@ -233,12 +254,12 @@ class PrefillDecodePolicy:
         if prefill_tokens <= 0:
             return self._most_decode
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
-        current = self._layouts.get(self._current) if self._current is not None else None
+        current_sms = self._sms[self._current] if self._current is not None else -1
         fastest, fastest_us = self._most_decode, math.inf
-        for key in self._by_prefill:
-            estimate = self._estimate(key, batch, context_tokens)
-            fewer_decode_sms = current is not None and self._layouts[key].sm_count < current.sm_count
-            if estimate <= (budget * (1.0 - self._hysteresis) if fewer_decode_sms else budget):
+        factors, sms, held_budget = self._corrections.factors(), self._sms, budget * (1.0 - self._hysteresis)
+        for key, per_token, per_request, fixed in self._terms_all:
+            estimate = (per_token * context_tokens + per_request * batch + fixed) * factors[key]
+            if estimate <= (held_budget if sms[key] < current_sms else budget):
                 return key
             if estimate < fastest_us:
                 fastest, fastest_us = key, estimate
@@ -253,12 +274,13 @@ class PrefillDecodePolicy:
         return self._estimate(self._layout_key(key), batch, context_tokens, self._guard.load_class(prefill_tokens))
 
     def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float, load_class: int = 0) -> float:
-        return self._costs[key].at(batch, context_tokens) * self._factor(key, load_class)
+        return self._costs[key].at(batch, context_tokens) * self._factors(load_class)[key]
 
-    def _factor(self, key: Hashable, load_class: int) -> float:
+    def _factors(self, load_class: int) -> dict[Hashable, float]:
+        """Every layout's factor now: the guard's when it is on, else the corrections'."""
         if self.options.guard:
-            return self._guard.factor(key, load_class)
-        return self._corrections.factor(key)
+            return self._guard.factors(load_class)
+        return self._corrections.factors()
 
     def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float, *,
                 prefill_tokens: int = 0) -> None:

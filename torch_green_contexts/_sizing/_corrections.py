@@ -24,7 +24,9 @@ class Corrections:
     a change seen on ``k`` SMs raises the factors of layouts with fewer). ``window`` ratios per
     layout make its own estimate (their median); the baseline follows the own estimate with a
     half-life of ``half_life_steps`` observations, and unobserved figures decay towards 1 with
-    the same half-life in steps (:meth:`tick` counts them).
+    the same half-life in steps (:meth:`tick` counts them). The factors are worked out again
+    after an observation, and otherwise every ``half_life_steps / 64`` steps: in between they
+    would decay by about one percent of their excess over 1.
     """
 
     def __init__(self, layouts: Iterable[tuple[Hashable, int]], *, half_life_steps: int, window: int = 5) -> None:
@@ -40,12 +42,15 @@ class Corrections:
         self._now = 0
         # Most latency SMs first: the order in which changes propagate.
         self._by_sms = sorted(self._sms, key=lambda k: -self._sms[k])
-        self._factors: dict[Hashable, float] | None = None  # of now; None once out of date
+        self._factors: dict[Hashable, float] | None = None  # None once out of date
+        self._computed_at = 0
+        self._refresh_steps = max(1, half_life_steps // 64)
 
     def tick(self, steps: int = 1) -> None:
         """Count ``steps`` more steps (the clock of the decay)."""
         self._now += steps
-        self._factors = None
+        if self._now - self._computed_at >= self._refresh_steps:
+            self._factors = None
 
     def observe(self, key: Hashable, ratio: float) -> None:
         """One measured step on ``key``: its latency over the profile's figure for that step (a
@@ -68,9 +73,14 @@ class Corrections:
     def factor(self, key: Hashable) -> float:
         """The factor for ``key`` now: its own (decayed) estimate, raised by any change seen
         on a layout with more latency SMs, and never below 1."""
+        return self.factors()[key]
+
+    def factors(self) -> dict[Hashable, float]:
+        """Every layout's factor now (do not change the dictionary)."""
         if self._factors is None:
             self._factors = self._compute_factors()
-        return self._factors[key]
+            self._computed_at = self._now
+        return self._factors
 
     def _compute_factors(self) -> dict[Hashable, float]:
         """Every factor in one pass from the most latency SMs down, carrying the largest change

@@ -10,6 +10,7 @@ what it sees says nothing of a split.) Plain Python.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from typing import Hashable, Iterable, Sequence
@@ -40,7 +41,7 @@ class ContentionGuard:
 
     def load_class(self, prefill_tokens: float) -> int:
         """The class of a step beside ``prefill_tokens`` waiting prompt tokens."""
-        return next((i for i, bound in enumerate(self.classes) if prefill_tokens <= bound), len(self.classes))
+        return bisect.bisect_left(self.classes, prefill_tokens)
 
     def tick(self, steps: int = 1) -> None:
         self._now += steps
@@ -62,11 +63,15 @@ class ContentionGuard:
     def factor(self, key: Hashable, load_class: int) -> float:
         """The guard of ``key`` in ``load_class`` now: at least 1, at least its own decayed
         largest slowdown, and for a split at least that of every split with more latency SMs."""
+        return self.factors(load_class)[key]
+
+    def factors(self, load_class: int) -> dict[Hashable, float]:
+        """Every layout's guard in ``load_class`` now (do not change the dictionary)."""
         factors = self._cached.get(load_class)
         if factors is None:
             factors = self._cached[load_class] = self._factors(load_class)
             self._computed_at = self._now
-        return factors[key]
+        return factors
 
     def _factors(self, load_class: int) -> dict[Hashable, float]:
         """Every layout's guard in one pass over the splits from the most latency SMs down."""
