@@ -55,7 +55,7 @@ if [ "$left" -gt 60 ]; then
       --layout-profile benchmarks/results/2026-12-04-h200-pd-sweep/today-32-layers-layout-profile.json \
       --out "$OUT/trace" >"$OUT/trace.log" 2>&1
     rc=$?; [ "$rc" = 0 ] || [ "$rc" = 124 ] || status=1
-    stamp "trace runs rc=$rc (124: stopped at TRACE_SECONDS)"; kill "$smi"
+    stamp "trace runs rc=$rc (124: stopped at TRACE_SECONDS)"; kill "$smi"; wait "$smi" 2>/dev/null
   else
     stamp "trace runs skipped: the committed calibration is the H200's, this is $gpu"
   fi
