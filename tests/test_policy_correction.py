@@ -8,6 +8,7 @@ import torch
 
 from tests.test_profile_policy import FakeLayouts, FakeTimingEvent, finish, make_profile
 from torch_green_contexts._sizing._corrections import Corrections
+from torch_green_contexts._sizing._guard import ContentionGuard
 from torch_green_contexts.policy import SplitPolicy
 
 # At batch 8 the profile's p99 under load: 16 SMs 8000 us, 32 SMs 4000, 64 SMs 2000. With an SLO
@@ -120,3 +121,18 @@ def test_factors_are_worked_out_again_after_an_observation_and_every_sixty_fourt
     assert c.factor("b") == pytest.approx(2.0), "a half-life after it was seen, half the excess is left"
     c.observe("b", 5.0)
     assert c.factor("b") == 5.0, "an observation counts at once"
+
+
+def test_the_guard_rises_at_once_and_decays_on_its_refresh_per_load_class():
+    guard = ContentionGuard([("a", 16, True), ("b", 64, True), ("whole", 132, False)], (0,), half_life_steps=3200)
+    assert guard.factor("b", 1) == 1.0
+    guard.observe("b", 1, 2.0)
+    assert guard.factor("b", 1) == 2.0 and guard.factor("a", 1) == 2.0, "at once, and on the split with fewer SMs"
+    assert guard.factor("whole", 1) == 1.0 and guard.factor("b", 0) == 1.0, "not the end layout, not another class"
+    guard.tick(15)
+    guard.observe("b", 1, 1.5)
+    assert guard.factor("b", 1) == 2.0, "a smaller slowdown changes nothing"
+    guard.tick(1)
+    assert guard.factor("b", 1) == pytest.approx(1.0 + 0.5 ** (16 / 3200)) and guard.factor("b", 1) < 2.0
+    guard.observe("b", 1, 3.0)
+    assert guard.factor("b", 1) == 3.0

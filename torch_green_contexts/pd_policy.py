@@ -30,7 +30,7 @@ a light prefill queue as one mixed batch on the whole device.
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Sequence, Tuple
+from typing import Any, Hashable, Sequence
 
 from . import _layout_args, _layout_build, _pd_choice, _pd_options, _validation
 from ._pd_options import MixedStepUs as _MixedStepUs
@@ -40,8 +40,6 @@ from .layouts import Layout
 from .step_policy import LayoutSet, StepTimer
 
 __all__ = ["PrefillDecodePolicy"]
-
-_CostTerms = Tuple[_layout_build.LayoutKey, float, float, float]  # key, us per context token, per request, fixed
 
 
 class PrefillDecodePolicy:
@@ -126,8 +124,8 @@ class PrefillDecodePolicy:
         # every SM to decode would run the prefill pieces on decode's SMs.
         self._while_prefill_waits = [k for k in self._by_prefill if self._layouts[k].batch_sm_count > 0]
         self._costs = {k: profile.cost(k, self._percentile) for k in keys}
-        self._terms_all = self._cost_terms(self._by_prefill)
-        self._terms_while_prefill_waits = self._cost_terms(self._while_prefill_waits)
+        self._terms_all = _pd_choice.cost_terms(self._costs, self._by_prefill)
+        self._terms_while_prefill_waits = _pd_choice.cost_terms(self._costs, self._while_prefill_waits)
         self._corrections = _corrections.Corrections(
             ((k, self._layouts[k].sm_count) for k in keys),
             half_life_steps=_validation.as_int_at_least("half_life_steps", half_life_steps, 1))
@@ -193,8 +191,8 @@ class PrefillDecodePolicy:
         return self._timer.read(self._observe_timed)
 
     def _observe_timed(self, key: Hashable, point: Any, latency_us: float) -> None:
-        batch, context_tokens, load_class = point
-        self._observe(key, batch, context_tokens, latency_us, load_class)
+        batch, context_tokens, load_class = point  # checked by step()
+        self._take(key, batch, context_tokens, latency_us, load_class)  # type: ignore[arg-type]
 
     def budget_us(self, tpot_slack_us: float = 0.0, ttft_slack_us: float | None = None) -> float:
         """What a decode step may take now (in ``mode="p99"``, the TPOT SLO less the headroom)."""
@@ -229,23 +227,10 @@ class PrefillDecodePolicy:
                 return self._most_decode, tokens
         key = _pd_choice.choose(
             self._while_prefill_waits, self._sms,
-            self._estimates(self._terms_while_prefill_waits, batch, context_tokens, factors), budget, o,
+            _pd_choice.estimates(self._terms_while_prefill_waits, batch, context_tokens, factors), budget, o,
             current=self._current, steps_on_current=self._since_switch, hysteresis=self._hysteresis,
             ttft_slack_us=ttft_slack_us, kv_used=kv_used)
         return key, 0
-
-    def _cost_terms(self, keys: list[_layout_build.LayoutKey]) -> list[_CostTerms]:
-        """(key, us per context token, us per request, fixed us) of ``keys``, in their order."""
-        return [(k, self._costs[k].per_kilo_token_us / 1000.0, self._costs[k].per_request_us, self._costs[k].fixed_us)
-                for k in keys]
-
-    @staticmethod
-    def _estimates(terms: list[_CostTerms], batch: float, context_tokens: float,
-                   factors: dict[Hashable, float]) -> dict[_layout_build.LayoutKey, float]:
-        """The estimates for this step of the layouts of ``terms`` (:meth:`_cost_terms`), in their
-        order: the policy's per-step host cost, in one pass."""
-        return {k: (per_token * context_tokens + per_request * batch + fixed) * factors[k]
-                for k, per_token, per_request, fixed in terms}
 
     def _choose(self, batch: float, context_tokens: float, prefill_tokens: float, tpot_slack_us: float,
                 ttft_slack_us: float | None) -> _layout_build.LayoutKey:
@@ -285,7 +270,7 @@ class PrefillDecodePolicy:
     def observe(self, key: _layout_build.LayoutKey, batch: int, context_tokens: int, latency_us: float, *,
                 prefill_tokens: int = 0) -> None:
         """Take one measured decode step (beside ``prefill_tokens`` waiting prompt tokens) into
-        the corrections and the guard (:meth:`update` feeds the timings it reads; a server may
+        the corrections and, when it is on, the guard (:meth:`update` feeds the timings it reads; a server may
         feed its own). ValueError for a key that has no layout here, and for ``batch``,
         ``context_tokens`` or ``latency_us`` that is not a finite number of 0 or more (TypeError
         for a non-number)."""
@@ -296,11 +281,18 @@ class PrefillDecodePolicy:
         key = self._layout_key(key)
         _validation.check_decode_point(batch, context_tokens)
         _validation.check_non_negative("latency_us", latency_us, "the measured latency in microseconds")
+        self._take(key, batch, context_tokens, latency_us, load_class)
+
+    def _take(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float, latency_us: float,
+              load_class: int) -> None:
+        """One step's latency into the corrections, and into the guard when it is on (both refuse
+        a ratio that is not a finite number of 0 or more)."""
         figure = self._costs[key].at(batch, context_tokens)
         if figure > 0:
-            self._corrections.observe(key, latency_us / figure)
-            if latency_us > 0:
-                self._guard.observe(key, load_class, latency_us / figure)
+            ratio = latency_us / figure
+            self._corrections.observe(key, ratio)
+            if self.options.guard and latency_us > 0:
+                self._guard.observe(key, load_class, ratio)
 
     def correction(self, key: _layout_build.LayoutKey) -> float:
         """The factor (1 or more) the cost model of layout ``key`` is multiplied by now;

@@ -16,8 +16,9 @@ import math
 from typing import Hashable, Iterable, Sequence
 
 
-# The guards are worked out again after this many steps (or at once after a new largest slowdown):
-# in between they decay by less than one part in a hundred at any half-life of 2000 steps or more.
+# A class's guards are worked out again after this many steps, or at once when a slowdown above
+# a layout's guard is seen: in between they decay by less than one part in a hundred at any
+# half-life of 2000 steps or more, and a guard that stays a little high errs on the safe side.
 REFRESH_STEPS = 16
 
 
@@ -32,8 +33,7 @@ class ContentionGuard:
         self._sms = {k: sms for k, sms, _ in entries}
         self._splits = {k for k, _, split in entries if split}
         self._splits_by_sms = sorted(self._splits, key=lambda k: -self._sms[k])
-        self._cached: dict[int, dict[Hashable, float]] = {}  # per class, computed at _computed_at
-        self._computed_at = 0
+        self._cached: dict[int, tuple[int, dict[Hashable, float]]] = {}  # class -> (step computed, guards)
         self.classes = tuple(classes)
         self._half_life = float(half_life_steps)
         self._now = 0
@@ -45,8 +45,6 @@ class ContentionGuard:
 
     def tick(self, steps: int = 1) -> None:
         self._now += steps
-        if self._now - self._computed_at >= REFRESH_STEPS:
-            self._cached.clear()
 
     def observe(self, key: Hashable, load_class: int, slowdown: float) -> None:
         """A step on ``key`` in ``load_class`` took ``slowdown`` times the profile's figure;
@@ -58,7 +56,9 @@ class ContentionGuard:
         now = self._decayed(key, load_class)
         if slowdown >= now:
             self._seen[(key, load_class)] = (slowdown, self._now)
-            self._cached.clear()
+            cached = self._cached.get(load_class)
+            if cached is not None and slowdown > cached[1][key]:  # a guard rises: at once
+                del self._cached[load_class]
 
     def factor(self, key: Hashable, load_class: int) -> float:
         """The guard of ``key`` in ``load_class`` now: at least 1, at least its own decayed
@@ -67,11 +67,10 @@ class ContentionGuard:
 
     def factors(self, load_class: int) -> dict[Hashable, float]:
         """Every layout's guard in ``load_class`` now (do not change the dictionary)."""
-        factors = self._cached.get(load_class)
-        if factors is None:
-            factors = self._cached[load_class] = self._factors(load_class)
-            self._computed_at = self._now
-        return factors
+        cached = self._cached.get(load_class)
+        if cached is None or self._now - cached[0] >= REFRESH_STEPS:
+            cached = self._cached[load_class] = (self._now, self._factors(load_class))
+        return cached[1]
 
     def _factors(self, load_class: int) -> dict[Hashable, float]:
         """Every layout's guard in one pass over the splits from the most latency SMs down."""
