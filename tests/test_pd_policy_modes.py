@@ -207,3 +207,15 @@ def test_when_nothing_fits_the_fastest_wins_and_a_tie_goes_to_more_decode_sms():
     assert pick({0: 300.0, 16: 200.0, 64: 250.0}) == 16
     assert pick({0: 300.0, 16: 200.0, 64: 200.0}) == 64
     assert pick({0: 90.0, 16: 50.0, 64: 80.0}) == 0, "the first that fits: most batch SMs"
+
+
+@pytest.mark.parametrize("options", [{}, {"mode": "distserve", "dwell_steps": 1}])
+def test_a_layout_whose_estimate_is_the_budget_to_the_last_bit_fits(options):
+    context = 234_877
+    budget = policy().estimate((16, 64), BATCH, context)
+    p = PrefillDecodePolicy(make_profile(), FakeLayouts(), tpot_slo_us=budget, headroom=0.0, timer=ManualTimer(),
+                            **options)
+    assert p.budget_us() == budget and p.estimate((16, 64), BATCH, context) == budget
+    assert p.choose(BATCH, context, prefill_tokens=100) == (16, 64)
+    with pytest.raises(ValueError, match="prefill_tokens"):
+        p.estimate(64, BATCH, context, prefill_tokens=math.nan)

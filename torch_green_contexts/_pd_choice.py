@@ -22,20 +22,20 @@ from ._pd_options import Options
 from ._sizing._step_costs import StepCost
 
 K = TypeVar("K", bound=Hashable)
-CostTerms = Tuple[K, float, float, float]  # a layout, its us per context token, per request, fixed
+CostTerms = Tuple[K, float, float, float]  # a layout, its us per 1000 context tokens, per request, fixed
 
 
 def cost_terms(costs: dict[K, StepCost], keys: Sequence[K]) -> list[CostTerms[K]]:
     """The terms of ``keys``' step costs, in their order, for :func:`estimates`."""
-    return [(k, costs[k].per_kilo_token_us / 1000.0, costs[k].per_request_us, costs[k].fixed_us) for k in keys]
+    return [(k, costs[k].per_kilo_token_us, costs[k].per_request_us, costs[k].fixed_us) for k in keys]
 
 
 def estimates(terms: list[CostTerms[K]], batch: float, context_tokens: float,
               factors: dict[Hashable, float]) -> dict[K, float]:
-    """Each layout's estimate for a step, in the order of ``terms``: the profile's cost times the
-    layout's factor, in one pass (the policy's per-step host cost)."""
-    return {k: (per_token * context_tokens + per_request * batch + fixed) * factors[k]
-            for k, per_token, per_request, fixed in terms}
+    """Each layout's estimate for a step, in the order of ``terms``: the profile's cost (the same
+    arithmetic as :meth:`StepCost.at`, to the last bit) times the layout's factor, in one pass."""
+    return {k: (per_kilo_token * context_tokens / 1000.0 + per_request * batch + fixed) * factors[k]
+            for k, per_kilo_token, per_request, fixed in terms}
 
 
 def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimates: dict[K, float], budget: float,

@@ -132,13 +132,13 @@ class PrefillDecodePolicy:
         sample_every = _validation.as_int_at_least("sample_every", sample_every, 1)
         max_pending = _validation.as_int_at_least("max_pending", max_pending, 1)
         self._timer: StepTimer = _step_timer.StepTimer(sample_every, max_pending) if timer is None else timer
-        self.options = _pd_options.check(mode, anchor, mode == "p99" if guard is None else guard, guard_classes,
+        self._options = _pd_options.check(mode, anchor, mode == "p99" if guard is None else guard, guard_classes,
                                          guard_half_life_steps, dwell_steps, kv_pressure, mixed_step_us, mixed_tokens,
                                          keys)
-        self._legacy = self.options.legacy
+        self._legacy = self._options.legacy
         self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count, self._is_split(k)) for k in keys),
-                                             self.options.guard_classes,
-                                             half_life_steps=self.options.guard_half_life_steps)
+                                             self._options.guard_classes,
+                                             half_life_steps=self._options.guard_half_life_steps)
         self._current: _layout_build.LayoutKey | None = None
         self._steps = self._since_switch = 0
         self._chosen = dict.fromkeys(keys, 0)
@@ -173,6 +173,11 @@ class PrefillDecodePolicy:
         self._timer.begin(key, (batch, context_tokens, load_class), layout.latency_stream, self._steps,
                           timed=batch > 0 and not self.mixed_tokens)
         return layout
+
+    @property
+    def options(self) -> _pd_options.Options:
+        """The options beyond the step budget, as checked (fixed once the policy is made)."""
+        return self._options
 
     def _is_split(self, key: _layout_build.LayoutKey) -> bool:
         layout = self._layouts[key]
@@ -215,7 +220,7 @@ class PrefillDecodePolicy:
                 ttft_slack_us: float | None, kv_used: float | None,
                 load_class: int) -> tuple[_layout_build.LayoutKey, int]:
         """The layout for these figures and the prompt tokens of a mixed step (0: none)."""
-        o = self.options
+        o = self._options
         if self._legacy or batch <= 0 or prefill_tokens <= 0:
             return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
@@ -242,8 +247,9 @@ class PrefillDecodePolicy:
         current_sms = self._sms[self._current] if self._current is not None else -1
         fastest, fastest_us = self._most_decode, math.inf
         factors, sms, held_budget = self._corrections.factors(), self._sms, budget * (1.0 - self._hysteresis)
-        for key, per_token, per_request, fixed in self._terms_all:
-            estimate = (per_token * context_tokens + per_request * batch + fixed) * factors[key]
+
+        for key, per_kilo_token, per_request, fixed in self._terms_all:
+            estimate = (per_kilo_token * context_tokens / 1000.0 + per_request * batch + fixed) * factors[key]
             if estimate <= (held_budget if sms[key] < current_sms else budget):
                 return key
             if estimate < fastest_us:
@@ -256,6 +262,7 @@ class PrefillDecodePolicy:
         waiting prompt tokens: the profile's times the correction, or the guard when it is on
         (ValueError for a key that has no layout here)."""
         _validation.check_decode_point(batch, context_tokens)
+        _validation.check_non_negative("prefill_tokens", prefill_tokens, "the waiting prompt tokens")
         return self._estimate(self._layout_key(key), batch, context_tokens, self._guard.load_class(prefill_tokens))
 
     def _estimate(self, key: _layout_build.LayoutKey, batch: float, context_tokens: float, load_class: int = 0) -> float:
@@ -263,7 +270,7 @@ class PrefillDecodePolicy:
 
     def _factors(self, load_class: int) -> dict[Hashable, float]:
         """Every layout's factor now: the guard's when it is on, else the corrections'."""
-        if self.options.guard:
+        if self._options.guard:
             return self._guard.factors(load_class)
         return self._corrections.factors()
 
@@ -291,7 +298,7 @@ class PrefillDecodePolicy:
         if figure > 0:
             ratio = latency_us / figure
             self._corrections.observe(key, ratio)
-            if self.options.guard and latency_us > 0:
+            if self._options.guard and latency_us > 0:
                 self._guard.observe(key, load_class, ratio)
 
     def correction(self, key: _layout_build.LayoutKey) -> float:
