@@ -3,7 +3,8 @@ timeline (``--trace-runs``) against the simulator's costs. For every decode step
 and mixed iteration the GPU ran, the share of its time the other role also ran, and the duration
 the calibration's costs give that work at that share (alone at its idle speed, beside the other
 role at its loaded speed); the ratio of the measured to the modelled duration, by kind and by
-share. No GPU needed."""
+share, and for decode steps by graph bucket and by how uneven their rows are (the longest row
+over the mean row; timelines record the longest row since 2026-12-07). No GPU needed."""
 
 from __future__ import annotations
 
@@ -62,8 +63,20 @@ def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
             idle = loaded = mixed.us(tokens, w["context"], w["pairs"])
         measured = w["end_ms"] - w["start_ms"]
         rows.append({"kind": w["kind"], "lane": w["lane"], "share": share, "measured_ms": measured,
-                     "modelled_ms": modelled_ms(idle, loaded, share), "ratio": measured / modelled_ms(idle, loaded, share)})
+                     "modelled_ms": modelled_ms(idle, loaded, share), "ratio": measured / modelled_ms(idle, loaded, share),
+                     "bucket": w.get("bucket"), "unevenness": unevenness(w)})
     return rows
+
+
+def unevenness(work: dict[str, Any]) -> float | None:
+    """A decode step's longest row over its mean row (1: rows of one length); None where the
+    timeline does not record the longest row (timelines before it did) or there are no rows."""
+    if work.get("longest") is None or not work.get("rows") or not work.get("context"):
+        return None
+    return float(work["longest"] * work["rows"] / work["context"])
+
+
+UNEVENNESS_CLASSES = ((1.0, 1.5), (1.5, 2.5), (2.5, float("inf")))
 
 
 def report(rows: Sequence[dict[str, Any]]) -> str:
@@ -80,6 +93,15 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
                          f"| {statistics.median(r['measured_ms'] for r in chosen):.2f} "
                          f"| {statistics.median(r['modelled_ms'] for r in chosen):.2f} | {p10:.2f} | {p50:.2f} "
                          f"| {p90:.2f} |")
+    uneven = [r for r in rows if r["kind"] == "decode" and r["unevenness"] is not None]
+    if uneven:
+        lines += ["", "| decode bucket | longest row over the mean row | steps | ratio p50 |", "|---:|---|---:|---:|"]
+        for bucket in sorted({r["bucket"] for r in uneven}):
+            for low, high in UNEVENNESS_CLASSES:
+                in_class: list[float] = [r["ratio"] for r in uneven
+                                         if r["bucket"] == bucket and low <= r["unevenness"] < high]
+                if in_class:
+                    lines.append(f"| {bucket} | {low:g}-{high:g} | {len(in_class)} | {statistics.median(in_class):.2f} |")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from .events import EventMarker, EventPending
 from .lanes import Lane, PlainLanes
 from .mixed import MixedGraphs
 from .model import Model, Part, Rows
-from .planning import ChunkedPlan, Piece
+from .planning import ChunkedPlan, Piece, longest_row
 from .timeline import Timeline
 
 
@@ -132,7 +132,7 @@ class Engine:
                 marker.wait(stream)
             if self.timeline is not None:
                 self.timeline.begin("decode", lane.key, "latency", stream, rows=len(rows), bucket=bucket,
-                                    context=sum(length for _, length in rows))
+                                    context=sum(length for _, length in rows), longest=longest_row(rows))
             self.meta.copy_(self.meta_host, non_blocking=True)
             self.graphs[(lane.key, bucket)]()
             if after is not None:
@@ -194,7 +194,7 @@ class Engine:
         if self.mixed is not None:
             if self.timeline is not None:
                 self.timeline.begin("mixed", lane.key, "latency", lane.latency, rows=len(decode), bucket=bucket,
-                                    context=sum(length for _, length in decode),
+                                    context=sum(length for _, length in decode), longest=longest_row(decode),
                                     tokens=sum(p.length for p in parts),
                                     pairs=sum(p.length * p.start + p.length * (p.length + 1) // 2 for p in parts))
             replayed = self.mixed.launch(lane, decode, parts, [p.completes for p in plan.parts])

@@ -120,3 +120,10 @@ class PrefillCursor:
         if end == self.layers:
             self._batch = None
         return piece
+
+
+def longest_row(rows: Sequence[tuple[int, int]]) -> int:
+    """The most context tokens one decode row of ``rows`` ((slot, context tokens) pairs) holds,
+    0 for none: timelines record it beside the rows' sum, as a step over rows of uneven lengths
+    may take as long as its longest rows make it."""
+    return max((length for _, length in rows), default=0)

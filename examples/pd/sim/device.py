@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from ..engine.lanes import Lane
 from ..engine.mixed import token_buckets
-from ..engine.planning import ChunkedPlan, Piece
+from ..engine.planning import ChunkedPlan, Piece, longest_row
 from .costs import LaneCosts, MixedCosts
 
 ROLES = ("latency", "batch")
@@ -126,7 +126,8 @@ class SimDevice:
         draw = self.costs(lane).decode_spread.draw(self.rng)
         work = self._submit("latency", idle * draw, loaded * draw, self.host_us["decode_launch_us"],
                             [m.work for m in joining])
-        self._record(work, "decode", lane, rows=len(rows), bucket=bucket, context=context - (bucket - len(rows)))
+        self._record(work, "decode", lane, rows=len(rows), bucket=bucket, context=context - (bucket - len(rows)),
+                     longest=longest_row(rows))
         if after is not None:
             after()
         self.launched["decode"] += 1
@@ -157,7 +158,8 @@ class SimDevice:
         context = sum(length for _, length in decode)
         us = self.mixed.us(tokens, context, pairs) * self.mixed.spread.draw(self.rng)
         work = self._submit("latency", us, us, self.host_us.get("mixed_launch_us", 0.0), ())
-        self._record(work, "mixed", lane, rows=len(decode), bucket=bucket, context=context, tokens=rows, pairs=pairs)
+        self._record(work, "mixed", lane, rows=len(decode), bucket=bucket, context=context, longest=longest_row(decode),
+                     tokens=rows, pairs=pairs)
         return SimPending(self, work)
 
     def _record(self, work: Work, kind: str, lane: Lane, **figures: int) -> None:

@@ -141,4 +141,10 @@ def test_a_simulated_timeline_matches_the_costs_it_was_drawn_from(bench):
         assert all(min(spread) - 0.02 <= r["ratio"] <= max(spread) + 0.02 for r in rows), report(rows)
         if config.scheduler == "static":
             assert any(0.1 < r["share"] < 1 for r in rows)  # partly beside the other role
+        decode = [w for w in timeline["works"] if w["kind"] in ("decode", "mixed") and w["rows"]]
+        assert decode and all(w["context"] / w["rows"] <= w["longest"] <= w["context"] for w in decode)
+        if config.scheduler == "static":
+            assert "| decode bucket | longest row over the mean row |" in report(rows)
+    older = [{k: v for k, v in w.items() if k != "longest"} for w in timeline["works"]]
+    assert "longest row" not in report(compare({**timeline, "works": older}, calibration_data.calibration()))
     bench.record_timelines = False
