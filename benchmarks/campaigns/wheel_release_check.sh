@@ -3,14 +3,16 @@
 # machine: the whole GPU suite from the installed wheel (scripts/gpu_wheel_check.sh), then each
 # GPU test file named after WHEEL alone in a fresh pytest, then the policy's decision-cost
 # benchmark (python -m benchmarks --only pd_policy), all importing the installed wheel; with
-# seconds left over (TRACE_SECONDS, default 0: off), the engine's device timelines at one point
-# of today's mix (python -m examples.pd --trace-runs) with the GPU clocks logged beside them,
-# cut short to end END_BY seconds after the start where that is set.
+# seconds left over, the simulator's calibration of the committed sweep point of this GPU model
+# (CALIBRATE_SECONDS, default 0: off; the H200's today point, the H100's chat point), then the
+# engine's device timelines at one point of today's mix (TRACE_SECONDS, default 0: off; python -m
+# examples.pd --trace-runs) with the GPU clocks logged beside them, each cut short to end END_BY
+# seconds after the start where that is set.
 # Everything goes to $OUT: logs, and the tables as one archive, $OUT/results.tgz.
 #   bash benchmarks/campaigns/wheel_release_check.sh WHEEL [tests/gpu/test_gpu_X.py ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 wheel=$(realpath "$1"); shift
 OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
 log=$OUT/release-check.log
@@ -37,13 +39,35 @@ python3 -m benchmarks --only pd_policy --out "$OUT/bench" >"$OUT/bench.log" 2>&1
 rc=$?; [ "$rc" = 0 ] || status=1
 stamp "pd_policy benchmark rc=$rc"; tail -n 12 "$OUT/bench.log" | tee -a "$log"
 
-left=${TRACE_SECONDS:-0}
-if [ -n "${END_BY:-}" ]; then  # seconds after the start by which the call must be over
-  room=$(( END_BY - ($(date +%s) - began) - 20 ))
-  [ "$room" -lt "$left" ] && left=$room
-fi
+seconds_left() {  # $1 seconds wanted, no more than END_BY allows
+  local left=$1
+  if [ -n "${END_BY:-}" ]; then  # seconds after the start by which the call must be over
+    local room=$(( END_BY - ($(date +%s) - began) - 20 ))
+    [ "$room" -lt "$left" ] && left=$room
+  fi
+  echo "$left"
+}
+gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+left=$(seconds_left "${CALIBRATE_SECONDS:-0}")
 if [ "$left" -gt 60 ]; then
-  gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+  case "$gpu" in
+    *H200*) point=today; sweep=2026-12-04-h200-pd-sweep; slots=82 ;;
+    *H100*) point=chat; sweep=2026-12-05-h100-pd-sweep; slots=96 ;;
+    *) point= ;;
+  esac
+  if [ -n "$point" ]; then
+    timeout "$left" python3 -m examples.pd --calibrate-only --layers 32 --workload "$point" --ttft-slo-ms 1000 \
+      --tpot-slo-ms 20 --max-slots "$slots" \
+      --layout-profile "benchmarks/results/$sweep/$point-32-layers-layout-profile.json" \
+      --out "$OUT/calibration-$point" >"$OUT/calibration-$point.log" 2>&1
+    rc=$?; [ "$rc" = 0 ] || status=1
+    stamp "calibration of the $point point rc=$rc"
+  else
+    stamp "calibration skipped: no committed sweep of $gpu"
+  fi
+fi
+left=$(seconds_left "${TRACE_SECONDS:-0}")
+if [ "$left" -gt 60 ]; then
   if [[ "$gpu" == *H200* ]]; then
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
       --format=csv -lms 250 >"$OUT/trace-smi.csv" 2>&1 &

@@ -27,13 +27,26 @@ VERSION = 1
 QUEUED = 2  # the other side's work kept in flight while a step is timed
 
 
-def decode_points(buckets: Sequence[int], max_len: int) -> list[tuple[int, int]]:
-    """(bucket, tokens per row) the decode step is timed at: up to five buckets (1, 8, 32, 64
-    and the largest) at a short and a long context (a quarter and three quarters of a slot,
-    capped at 2048 and 12288 tokens)."""
+def decode_contexts(max_len: int) -> tuple[int, int]:
+    """A short and a long row: a quarter and three quarters of a slot, capped at 2048 and 12288
+    tokens."""
+    return min(2048, max(16, max_len // 4)), min(12288, max(32, max_len * 3 // 4))
+
+
+def decode_points(buckets: Sequence[int], max_len: int) -> list[tuple[int, ...]]:
+    """The rows' lengths (one per row, a bucket's worth) the decode step is timed over: up to
+    five buckets (1, 8, 32, 64 and the largest) with every row short and every row long; and at
+    the buckets of 16 rows or more, rows of uneven lengths, one long row among short ones and a
+    quarter of the rows long, which tell a step's cost by its total context from its cost by its
+    longest row."""
+    short, long = decode_contexts(max_len)
     chosen = sorted({b for b in buckets if b in (1, 8, 32, 64)} | {buckets[-1]})
-    contexts = sorted({min(2048, max(16, max_len // 4)), min(12288, max(32, max_len * 3 // 4))})
-    return [(b, c) for b in chosen for c in contexts]
+    points = [(c,) * b for b in chosen for c in sorted({short, long})]
+    tiny = max(1, short // 8)
+    for b in (b for b in chosen if b >= 16 and long > tiny):
+        points.append((long,) + (tiny,) * (b - 1))
+        points.append((long,) * (b // 4) + (short,) * (b - b // 4))
+    return points
 
 
 def prefill_configs(chunk: int, max_len: int) -> list[dict[str, int]]:
@@ -69,10 +82,11 @@ class Calibrator:
         self.engine, self.chunk, self.piece_layers, self.samples, self.say = engine, chunk, piece_layers, samples, say
         self.model = engine.model
 
-    def _replay(self, lane: Lane, bucket: int, context: int) -> Callable[[], None]:
-        """The decode graph of ``bucket`` on ``lane`` over rows of ``context`` tokens each."""
-        engine = self.engine
-        engine.set_rows([(i % self.model.slots, context) for i in range(bucket)], bucket)
+    def _replay(self, lane: Lane, lengths: Sequence[int]) -> Callable[[], None]:
+        """The decode graph of ``len(lengths)`` rows on ``lane``, row i holding ``lengths[i]``
+        tokens."""
+        engine, bucket = self.engine, len(lengths)
+        engine.set_rows([(i % self.model.slots, n) for i, n in enumerate(lengths)], bucket)
         engine.meta.copy_(engine.meta_host)
         torch.cuda.synchronize(self.model.device)
         graph = engine.graphs[(lane.key, bucket)]
@@ -106,14 +120,15 @@ class Calibrator:
         """Decode and prefill samples on ``lane``, idle and loaded."""
         engine, m = self.engine, self.model
         decode = []
-        for bucket, context in decode_points(engine.buckets, m.max_len):
-            replay = self._replay(lane, bucket, context)
+        for lengths in decode_points(engine.buckets, m.max_len):
+            replay = self._replay(lane, lengths)
             piece = engine.load_piece(self.chunk, self.piece_layers)
-            decode.append({"bucket": bucket, "tokens_per_row": context, "context_tokens": bucket * context,
+            decode.append({"bucket": len(lengths), "tokens_per_row": sum(lengths) // len(lengths),
+                           "context_tokens": sum(lengths), "longest": max(lengths),
                            "idle_us": self._timed(replay, lane.latency, None, lane.batch),
                            "loaded_us": self._timed(replay, lane.latency, piece, lane.batch)})
         prefill = []
-        reference = self._replay(lane, min(32, engine.buckets[-1]), min(2048, m.max_len - 1))
+        reference = self._replay(lane, (min(2048, m.max_len - 1),) * min(32, engine.buckets[-1]))
         for config in prefill_configs(self.chunk, m.max_len):
             piece = self._piece(config)
             parts = [(p.start, p.length) for p in _parts(config, m.slots)]
@@ -124,8 +139,9 @@ class Calibrator:
 
     def mixed(self, lane: Lane, budgets: Sequence[int]) -> list[dict[str, Any]]:
         """Chunked prefill's mixed iterations on ``lane``: one prompt part of several token
-        buckets' sizes beside a few decoding requests and beside a full batch (a pass always
-        holds a decode row per KV slot; the rows of no request read one token)."""
+        buckets' sizes, from its prompt's start beside a few decoding requests and beside a full
+        batch, and deep in its prompt beside a full batch (a pass always holds a decode row per
+        KV slot; the rows of no request read one token)."""
         engine, m = self.engine, self.model
         if engine.mixed is None:
             return []
@@ -134,15 +150,17 @@ class Calibrator:
         context = min(2048, m.max_len // 2)
         out = []
         for tokens in sorted({t for t in (64, 128, 256, 512, 1024, 2048, top) if t <= min(top, m.max_len - 1)}):
-            for rows in sorted({min(8, m.slots - 1), m.slots - 1}):
+            deep = min(m.max_len * 3 // 4, m.max_len - tokens - 1)
+            shapes = [(rows, 0) for rows in sorted({min(8, m.slots - 1), m.slots - 1})]
+            for rows, start in shapes + ([(m.slots - 1, deep)] if deep > tokens else []):
                 decode = [(i, context) for i in range(rows)]
-                parts = [Part(m.slots, m.slots - 1, 0, tokens)]
+                parts = [Part(m.slots, m.slots - 1, start, tokens)]
 
                 def launch(decode: list[tuple[int, int]] = decode, parts: list[Part] = parts) -> None:
                     engine.mixed.launch(lane, decode, parts, [False])  # type: ignore[union-attr]
 
-                out.append({"prompt_tokens": tokens, "decode_rows": rows, "slots": m.slots,
-                            "context_tokens": rows * context, "pairs": attention_pairs([(0, tokens)]),
+                out.append({"prompt_tokens": tokens, "decode_rows": rows, "slots": m.slots, "start": start,
+                            "context_tokens": rows * context, "pairs": attention_pairs([(start, tokens)]),
                             "us": self._timed(launch, lane.latency, None, lane.batch)})
         return out
 

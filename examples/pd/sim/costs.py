@@ -65,6 +65,17 @@ class Linear:
         return cls(names, tuple(fit_nonnegative(rows)))
 
 
+DECODE_FEATURES = ("one", "rows", "kilo_tokens", "kilo_longest_rows")
+
+
+def decode_features(bucket: int, context_tokens: int, longest: int | None) -> dict[str, float]:
+    """A decode step's features: its rows, their context, and the context the rows would hold
+    were each as long as the longest (``longest`` None: rows of one length, the two equal)."""
+    padded = bucket * longest if longest is not None else context_tokens
+    return {"one": 1.0, "rows": float(bucket), "kilo_tokens": context_tokens / 1000.0,
+            "kilo_longest_rows": max(padded, context_tokens) / 1000.0}
+
+
 @dataclasses.dataclass(frozen=True)
 class LaneCosts:
     """One lane's decode step and prefill piece (per layer), each alone (``idle``) and beside
@@ -80,8 +91,10 @@ class LaneCosts:
     decode_spread: Spread
     prefill_spread: Spread
 
-    def decode_us(self, bucket: int, context_tokens: int) -> tuple[float, float]:
-        f = {"one": 1.0, "rows": float(bucket), "kilo_tokens": context_tokens / 1000.0}
+    def decode_us(self, bucket: int, context_tokens: int, longest: int | None = None) -> tuple[float, float]:
+        """A decode step of ``bucket`` rows holding ``context_tokens`` in all, its longest row
+        ``longest`` tokens (None: rows of one length)."""
+        f = decode_features(bucket, context_tokens, longest)
         return self.decode_idle.at(**f), self.decode_loaded.at(**f)
 
     def prefill_us(self, tokens: int, pairs: int, layers: int) -> tuple[float, float]:
@@ -92,10 +105,13 @@ class LaneCosts:
     def fit(cls, lane: dict[str, Any]) -> LaneCosts:
         decode, prefill = lane["decode"], lane["prefill"]
 
+        # Only rows of uneven lengths tell the longest row's share of a step from the total's.
+        uneven = any(p.get("longest", 0) * p["bucket"] > p["context_tokens"] for p in decode)
+        names = DECODE_FEATURES if uneven else DECODE_FEATURES[:3]
+
         def decode_fit(state: str) -> Linear:
-            return Linear.fit(("one", "rows", "kilo_tokens"), [
-                ({"one": 1.0, "rows": float(p["bucket"]), "kilo_tokens": p["context_tokens"] / 1000.0},
-                 statistics.median(p[state])) for p in decode])
+            return Linear.fit(names, [(decode_features(p["bucket"], p["context_tokens"], p.get("longest")),
+                                       statistics.median(p[state])) for p in decode])
 
         def prefill_fit(state: str) -> Linear:
             return Linear.fit(("one", "tokens", "mega_pairs"), [
@@ -133,7 +149,8 @@ class MixedCosts:
     @classmethod
     def of(cls, calibration: dict[str, Any]) -> MixedCosts | None:
         """The mixed iterations of a calibration (None when it has none), their attention beyond
-        one part from a slot's start priced as the plain lane's prefill prices it."""
+        one part from a slot's start priced from the iterations timed deep in a prompt, or where
+        the calibration has none, as the plain lane's prefill prices it."""
         if not calibration.get("mixed"):
             return None
         plain = LaneCosts.fit(calibration["lanes"]["plain streams"])
@@ -142,11 +159,17 @@ class MixedCosts:
 
     @classmethod
     def fit(cls, entries: list[dict[str, Any]], per_mega_pair_us: float) -> MixedCosts:
+        """``per_mega_pair_us``: the price of attention beyond one part from a slot's start where
+        ``entries`` hold no iteration deep in a prompt."""
         if not entries:
             raise CalibrationError("the calibration has no mixed iterations (chunked prefill): it was measured "
                                    "without flash attention; calibrate with --attention flash")
+        shallow = [e for e in entries if not e.get("start")]
+        deep = [e for e in entries if e.get("start")]
+        if deep:
+            per_mega_pair_us = deep_pair_price(shallow, deep)
         by_tokens: dict[int, list[tuple[float, float]]] = {}
-        for e in entries:
+        for e in shallow:
             by_tokens.setdefault(e["prompt_tokens"], []).append((e["context_tokens"], statistics.median(e["us"])))
         slopes = []
         for points in by_tokens.values():
@@ -157,3 +180,20 @@ class MixedCosts:
         tokens = tuple(sorted(by_tokens))
         base = tuple(statistics.fmean(y - per_kilo * c / 1000.0 for c, y in by_tokens[t]) for t in tokens)
         return cls(tokens, base, per_kilo, per_mega_pair_us, Spread.of([e["us"] for e in entries]))
+
+
+def deep_pair_price(shallow: Sequence[dict[str, Any]], deep: Sequence[dict[str, Any]]) -> float:
+    """Microseconds per million query-key pairs beyond a part from its slot's start: the median
+    over iterations timed deep in a prompt of what each cost beyond the same prompt rows and
+    decode rows from the start, over the pairs it added."""
+    base = {(e["prompt_tokens"], e["decode_rows"]): e for e in shallow}
+    prices = []
+    for e in deep:
+        start = base.get((e["prompt_tokens"], e["decode_rows"]))
+        if start is not None and e["pairs"] > start["pairs"]:
+            extra = statistics.median(e["us"]) - statistics.median(start["us"])
+            prices.append(extra / ((e["pairs"] - start["pairs"]) / 1e6))
+    if not prices:
+        raise CalibrationError("the calibration's mixed iterations deep in a prompt have no iteration of the same "
+                               "prompt and decode rows from the prompt's start to compare with: calibrate again")
+    return max(0.0, float(statistics.median(prices)))

@@ -122,7 +122,7 @@ class SimDevice:
     def decode(self, lane: Lane, rows: Sequence[tuple[int, int]], bucket: int, joining: Sequence[Any],
                after: Callable[[], Any] | None = None) -> SimPending:
         context = sum(length for _, length in rows) + (bucket - len(rows))
-        idle, loaded = self.costs(lane).decode_us(bucket, context)
+        idle, loaded = self.costs(lane).decode_us(bucket, context, max(1, longest_row(rows)))
         draw = self.costs(lane).decode_spread.draw(self.rng)
         work = self._submit("latency", idle * draw, loaded * draw, self.host_us["decode_launch_us"],
                             [m.work for m in joining])
