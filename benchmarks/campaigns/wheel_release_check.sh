@@ -49,7 +49,9 @@ seconds_left() {  # $1 seconds wanted, no more than END_BY allows
 }
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
 left=$(seconds_left "${CALIBRATE_SECONDS:-0}")
-if [ "$left" -gt 60 ]; then
+if [ "$left" -gt 60 ] && [ "$left" -lt "${CALIBRATE_SECONDS:-0}" ]; then  # a calibration cut short writes nothing
+  stamp "calibration skipped: $left s left, ${CALIBRATE_SECONDS} s wanted"
+elif [ "$left" -gt 60 ]; then
   case "$gpu" in
     *H200*) point=today; sweep=2026-12-04-h200-pd-sweep; slots=82 ;;
     *H100*) point=chat; sweep=2026-12-05-h100-pd-sweep; slots=96 ;;
