@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One GPU call that checks a release wheel of scripts/build_wheel.py, nothing compiled on the
-# machine: the whole GPU suite from the installed wheel (scripts/gpu_wheel_check.sh), then each
-# GPU test file named after WHEEL alone in a fresh pytest, then the policy's decision-cost
-# benchmark (python -m benchmarks --only pd_policy), all importing the installed wheel; with
+# machine: the whole GPU suite from the installed wheel (scripts/gpu_wheel_check.sh), then
+# the policy's decision-cost benchmark (python -m benchmarks --only pd_policy), then each GPU
+# test file named after WHEEL alone in a fresh pytest, all importing the installed wheel; with
 # seconds left over, the simulator's calibration of the committed sweep point of this GPU model
 # (CALIBRATE_SECONDS, default 0: off; the H200's today point, the H100's chat point), then the
 # engine's device timelines at one point of today's mix (TRACE_SECONDS, default 0: off; python -m
@@ -30,14 +30,14 @@ cd "$tree"
 export PYTHONPATH=$site
 python3 -c "import torch_green_contexts._native as n; assert n.LOADED_FROM == 'wheel'; print('alone runs import', n._C.__file__)" \
   >>"$log" 2>&1 || { stamp "the wheel does not load"; exit 1; }
+python3 -m benchmarks --only pd_policy --out "$OUT/bench" >"$OUT/bench.log" 2>&1
+rc=$?; [ "$rc" = 0 ] || status=1
+stamp "pd_policy benchmark rc=$rc"; tail -n 12 "$OUT/bench.log" | tee -a "$log"
 for file in "$@"; do
   name=$(basename "$file" .py)
   python3 -m pytest "$file" -q -rs -p no:cacheprovider >"$OUT/alone-$name.txt" 2>&1 || status=1
   stamp "alone $file: $(grep -E ' in [0-9.]+s' "$OUT/alone-$name.txt" | tail -n 1)"
 done
-python3 -m benchmarks --only pd_policy --out "$OUT/bench" >"$OUT/bench.log" 2>&1
-rc=$?; [ "$rc" = 0 ] || status=1
-stamp "pd_policy benchmark rc=$rc"; tail -n 12 "$OUT/bench.log" | tee -a "$log"
 
 seconds_left() {  # $1 seconds wanted, no more than END_BY allows
   local left=$1
