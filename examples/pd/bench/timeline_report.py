@@ -53,8 +53,7 @@ def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
         share = overlap_share(w, other)
         costs = lanes[aliases.get(w["lane"], w["lane"])]
         if w["kind"] == "decode":
-            idle, loaded = costs.decode_us(w["bucket"], w["context"] + w["bucket"] - w["rows"],
-                                           max(1, w["longest"]) if w.get("longest") is not None else None)
+            idle, loaded = costs.decode_us(w["bucket"], w["context"] + w["bucket"] - w["rows"], w.get("longest"))
         elif w["kind"] == "prefill":
             idle, loaded = costs.prefill_us(w["tokens"], w["pairs"], w["layers"])
         else:

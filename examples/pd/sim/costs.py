@@ -70,7 +70,8 @@ DECODE_FEATURES = ("one", "rows", "kilo_tokens", "kilo_longest_rows")
 
 def decode_features(bucket: int, context_tokens: int, longest: int | None) -> dict[str, float]:
     """A decode step's features: its rows, their context, and the context the rows would hold
-    were each as long as the longest (``longest`` None: rows of one length, the two equal)."""
+    were each as long as the longest (``longest`` None: rows of one length, the two equal; never
+    less than the context, which counts the one token a padding row reads)."""
     padded = bucket * longest if longest is not None else context_tokens
     return {"one": 1.0, "rows": float(bucket), "kilo_tokens": context_tokens / 1000.0,
             "kilo_longest_rows": max(padded, context_tokens) / 1000.0}

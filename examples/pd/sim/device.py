@@ -122,12 +122,13 @@ class SimDevice:
     def decode(self, lane: Lane, rows: Sequence[tuple[int, int]], bucket: int, joining: Sequence[Any],
                after: Callable[[], Any] | None = None) -> SimPending:
         context = sum(length for _, length in rows) + (bucket - len(rows))
-        idle, loaded = self.costs(lane).decode_us(bucket, context, max(1, longest_row(rows)))
-        draw = self.costs(lane).decode_spread.draw(self.rng)
+        costs, longest = self.costs(lane), longest_row(rows)
+        idle, loaded = costs.decode_us(bucket, context, longest)
+        draw = costs.decode_spread.draw(self.rng)
         work = self._submit("latency", idle * draw, loaded * draw, self.host_us["decode_launch_us"],
                             [m.work for m in joining])
         self._record(work, "decode", lane, rows=len(rows), bucket=bucket, context=context - (bucket - len(rows)),
-                     longest=longest_row(rows))
+                     longest=longest)
         if after is not None:
             after()
         self.launched["decode"] += 1
