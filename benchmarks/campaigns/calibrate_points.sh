@@ -9,16 +9,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] && [ -f "$1" ] || { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 wheel=$(realpath "$1"); shift
-OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
-log=$OUT/calibrate-points.log
-began=$(date +%s)
-stamp() { echo "== $* ($(( $(date +%s) - began )) s)" | tee -a "$log"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >"$log" 2>&1
-site=$(mktemp -d) tree=$(mktemp -d)
-python3 -m pip install -q --no-deps --no-index --target "$site" "$wheel" >>"$log" 2>&1 || { stamp "install failed"; exit 1; }
-bash scripts/tree_without_package.sh "$tree"
-cd "$tree"
-export PYTHONPATH=$site
+source benchmarks/campaigns/wheel_env.sh
+campaign_log calibrate-points
+enter_wheel_tree "$wheel" || exit 1
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
 case "$gpu" in
   *H200*) sweep=2026-12-04-h200-pd-sweep ;;

@@ -14,20 +14,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 wheel=$(realpath "$1"); shift
-OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
-log=$OUT/release-check.log
-began=$(date +%s)
-stamp() { echo "== $* ($(( $(date +%s) - began )) s)" | tee -a "$log"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >"$log" 2>&1
+source benchmarks/campaigns/wheel_env.sh
+campaign_log release-check
 status=0
 OUT=$OUT/suite bash scripts/gpu_wheel_check.sh "$wheel" || status=1
 stamp "suite: $(tail -n 1 "$OUT/suite/wheel-check.log")"
 
-site=$(mktemp -d) tree=$(mktemp -d)
-python3 -m pip install -q --no-deps --no-index --target "$site" "$wheel" >>"$log" 2>&1 || { stamp "install failed"; exit 1; }
-bash scripts/tree_without_package.sh "$tree"
-cd "$tree"
-export PYTHONPATH=$site
+enter_wheel_tree "$wheel" || exit 1
 python3 -c "import torch_green_contexts._native as n; assert n.LOADED_FROM == 'wheel'; print('alone runs import', n._C.__file__)" \
   >>"$log" 2>&1 || { stamp "the wheel does not load"; exit 1; }
 python3 -m benchmarks --only pd_policy --out "$OUT/bench" >"$OUT/bench.log" 2>&1
