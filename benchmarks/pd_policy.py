@@ -2,7 +2,10 @@
 its CUDA-event step timer: the budget rule alone, and the P99 mode with an anchor, the guard, a
 dwell and KV pressure, over a trace of step figures that moves the choice between layouts. The
 profile is made up (what a step costs the host does not depend on its figures); no work is
-launched between step() and done(), so the events pass at once and are read every 8 steps."""
+launched between step() and done(), so the events pass at once and are read every 8 steps.
+Beside it, what that cost is made of: the same trace with a timer that records nothing (the
+policy's Python and the layout switches), one CUDA event record on a layout's latency stream,
+and one layout switch (the streams' ordering after the previous layout's)."""
 
 from __future__ import annotations
 
@@ -39,6 +42,63 @@ def _latency(us: float) -> Latency:
     return Latency(p50=us, p90=us, p99=us, mean=us, samples=10)
 
 
+class _Untimed:
+    """A step timer that records nothing: the policy's host cost without its CUDA events."""
+
+    pending: tuple[()] = ()
+
+    def begin(self, key: Hashable, tag: Any, stream: Any, step: int, timed: bool = True) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+    def read(self, observe: Any) -> int:
+        return 0
+
+
+def _trace(policy: PrefillDecodePolicy, steps: int, device: int) -> tuple[list[int], list[int]]:
+    """Host nanoseconds of each step() and done() over the trace of step figures."""
+    clock = time.perf_counter_ns
+    step_ns, done_ns = [], []
+    for i in range(steps):
+        batch, context = (16, 64_000) if i % 6 < 3 else (1, 1_000)
+        late = -1.0 if i % 10 == 0 else 5e5
+        t0 = clock()
+        policy.step(batch, context, prefill_tokens=4096, tpot_slack_us=100.0, ttft_slack_us=late, kv_used=0.5)
+        t1 = clock()
+        policy.done()
+        t2 = clock()
+        step_ns.append(t1 - t0)
+        done_ns.append(t2 - t1)
+        if i % 1024 == 1023:
+            torch.cuda.synchronize(device)
+    torch.cuda.synchronize(device)
+    return step_ns[steps // 10:], done_ns[steps // 10:]
+
+
+def _parts(layouts: Layouts, steps: int, device: int) -> dict[str, Any]:
+    """One timing event's record on the 64-SM layout's latency stream, and one layout switch
+    (between 0 and 64 latency SMs in turn), in host microseconds."""
+    clock = time.perf_counter_ns
+    stream = layouts[64].latency_stream
+    event = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+    record_ns, switch_ns = [], []
+    for i in range(steps):
+        t0 = clock()
+        event.record(stream)
+        t1 = clock()
+        layouts.switch(64 if i % 2 else 0)
+        t2 = clock()
+        record_ns.append(t1 - t0)
+        switch_ns.append(t2 - t1)
+        if i % 1024 == 1023:
+            torch.cuda.synchronize(device)
+    torch.cuda.synchronize(device)
+    return {"event_record_us": summarize(t / 1e3 for t in record_ns[steps // 10:]),
+            "switch_us": summarize(t / 1e3 for t in switch_ns[steps // 10:])}
+
+
 def run(device: int, steps: int = 20000) -> dict[str, Any]:
     total = SMPartition.from_device(device).sm_count
     out: dict[str, Any] = {"steps": steps}
@@ -48,24 +108,14 @@ def run(device: int, steps: int = 20000) -> dict[str, Any]:
                                                    "kv_pressure": (0.85, 0.3)}}
         for name, extra in options.items():
             policy = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, **extra)  # type: ignore[arg-type]
-            clock = time.perf_counter_ns
-            step_ns, done_ns = [], []
-            for i in range(steps):
-                batch, context = (16, 64_000) if i % 6 < 3 else (1, 1_000)
-                late = -1.0 if i % 10 == 0 else 5e5
-                t0 = clock()
-                policy.step(batch, context, prefill_tokens=4096, tpot_slack_us=100.0, ttft_slack_us=late,
-                            kv_used=0.5)
-                t1 = clock()
-                policy.done()
-                t2 = clock()
-                step_ns.append(t1 - t0)
-                done_ns.append(t2 - t1)
-                if i % 1024 == 1023:
-                    torch.cuda.synchronize(device)
-            torch.cuda.synchronize(device)
-            both = [a + b for a, b in zip(step_ns, done_ns)][steps // 10:]
-            out[name] = {"step_and_done_us": summarize(t / 1e3 for t in both),
-                         "step_us": summarize(t / 1e3 for t in step_ns[steps // 10:]),
+            step_ns, done_ns = _trace(policy, steps, device)
+            untimed = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, timer=_Untimed(),
+                                          **extra)  # type: ignore[arg-type]
+            bare_step_ns, bare_done_ns = _trace(untimed, steps, device)
+            out[name] = {"step_and_done_us": summarize((a + b) / 1e3 for a, b in zip(step_ns, done_ns)),
+                         "step_us": summarize(t / 1e3 for t in step_ns),
+                         "untimed_step_and_done_us": summarize((a + b) / 1e3
+                                                               for a, b in zip(bare_step_ns, bare_done_ns)),
                          "chosen": {str(k): v for k, v in policy.stats()["chosen"].items()}}
+        out["parts"] = _parts(layouts, steps, device)
     return out

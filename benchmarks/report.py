@@ -64,10 +64,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         out += pd_report.targets(results["pd"])
     pd_policy = results.get("pd_policy")
     if pd_policy:
+        parts = pd_policy.get("parts")
         for name in ("budget rule", "p99 mode"):
             figures = pd_policy[name]["step_and_done_us"]
+            detail = f"p90 {figures['p90']:.2f} us"
+            if parts and "untimed_step_and_done_us" in pd_policy[name]:
+                detail += (f"; without the step timer {pd_policy[name]['untimed_step_and_done_us']['median']:.2f} us, "
+                           f"one event record {parts['event_record_us']['median']:.2f} us, "
+                           f"one layout switch {parts['switch_us']['median']:.2f} us")
             out.append(target(f"PrefillDecodePolicy.step() + done() host cost, {name} (median)", figures["median"], 5.0,
-                              unit="us", detail=f"p90 {figures['p90']:.2f} us"))
+                              unit="us", detail=detail))
     return out
 
 
