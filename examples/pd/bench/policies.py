@@ -57,12 +57,15 @@ def share_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Se
 def mode_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Settings, mode: str,
                 anchor: LayoutKey | None, mixed_us: Callable[[int, int, int], float] | None,
                 timer: StepTimer | None = None) -> PrefillDecodePolicy:
-    """A mode's configuration: anchored at ``anchor``, guarded, with the dwell, KV pressure and
-    (with ``mixed_us``) the mixed-batch fallback of the settings."""
-    pressure = s.policy_kv_pressure
+    """A mode's configuration: anchored at ``anchor``, guarded, with the dwell of the settings;
+    in ``"distserve"`` mode also their KV pressure and (with ``mixed_us``) the mixed-batch
+    fallback. The P99 mode leaves both out: each runs steps up to the budget's edge (prefill
+    first at low KV use gives decode fewer SMs than the anchor; a mixed step takes what it may),
+    and the P99 of the time between tokens is that edge."""
+    pressure = s.policy_kv_pressure if mode == "distserve" else None
+    mixed = mixed_us if mode == "distserve" and s.policy_mixed_tokens else None
     return PrefillDecodePolicy(
         profile, layouts, tpot_slo_us=slo.tpot * 1e6, headroom=s.policy_headroom, slack_share=s.slack_share,
         mode=mode, anchor=anchor, guard=True, dwell_steps=s.policy_dwell,
         kv_pressure=(pressure[0], pressure[1]) if pressure else None,
-        mixed_step_us=mixed_us if s.policy_mixed_tokens else None, mixed_tokens=max(1, s.policy_mixed_tokens),
-        timer=timer)
+        mixed_step_us=mixed, mixed_tokens=max(1, s.policy_mixed_tokens), timer=timer)

@@ -16,6 +16,7 @@ from torch_green_contexts import sizing
 from torch_green_contexts.layouts import Layouts
 from torch_green_contexts.pd_policy import PrefillDecodePolicy
 from torch_green_contexts.policy import SplitPolicy
+from torch_green_contexts.step_policy import LayoutKey
 
 from ..engine.admission import order_for
 from ..engine.chunked import ChunkedScheduler
@@ -32,6 +33,7 @@ from . import calibration, cli
 from ..sim.bench import SimBench
 from ..sim.calibration import load_calibration
 from .calibrate import calibrate
+from .layout_profiles import covering, merged
 from .planner import label_of
 from .policies import anchor_for, mixed_step_us, mode_policy, share_policy
 from .estimates import run_cap
@@ -50,12 +52,6 @@ def profile_points(s: cli.Settings, top: int) -> list[tuple[int, int]]:
     long = min(s.max_len - 1, int(s.max_prompt * 0.75 + s.output_median))
     points = {(min(b, top), min(b, top) * median) for b in (8, 32, top)} | {(min(32, top), min(32, top) * long)}
     return sorted(points)
-
-
-def merged(a: sizing.LayoutProfile, b: sizing.LayoutProfile) -> sizing.LayoutProfile:
-    """One profile of the layouts of both (``a``'s figures where both have a layout)."""
-    return sizing.LayoutProfile({**b.measured, **a.measured}, {**b.layouts, **a.layouts}, {**b.loaded, **a.loaded},
-                                {"parts": [a.settings, b.settings]})
 
 
 class Bench:
@@ -81,6 +77,7 @@ class Bench:
         self.overlapped: Layouts | None = None
         self.profile: sizing.LayoutProfile | None = None
         self.pd: dict[tuple[str, float | str], PrefillDecodePolicy] = {}  # (scheduler, slack share or mode) -> policy
+        self.pd_layouts: dict[tuple[str, float | str], LayoutSubset] = {}  # the layouts of a mode's policy
         self.anchors: dict[str, str | None] = {}
         self._planner: SimBench | None = None
         self.split_policy: SplitPolicy | None = None
@@ -202,15 +199,19 @@ class Bench:
         every SM to decode."""
         if (scheduler, mode) not in self.pd:
             assert self.profile is not None
-            layouts, prefix = self.policy_layouts(scheduler), OVERLAP_PREFIX if scheduler.endswith("overlap") else ""
+            prefix = OVERLAP_PREFIX if scheduler.endswith("overlap") else ""
             static = "static-overlap" if prefix else "static"
-            anchor = anchor_for(self.plan(static)[1], static, mode, [k for k in layouts.keys if k not in (0, self.total)])
+            planned = [k for k in self.planner().static_keys(static) if k in self.layouts(scheduler).keys]
+            anchor = anchor_for(self.plan(static)[1], static, mode, planned)
             self.anchors[f"{scheduler}, {mode} mode"] = None if anchor is None else label_of(static, anchor)
+            layouts = self.policy_layouts(scheduler, anchor)
+            profile = covering(self.profile, self.planner().calibration, layouts.keys, prefix)
             mixed = None
             if self.s.policy_mixed_tokens:
                 mixed = mixed_step_us(self.planner().calibration, self.s.policy_mixed_tokens)
                 self.engine.capture_mixed(layout_lane(layouts[self.total], prefix), self.s.policy_mixed_tokens)
-            self.pd[scheduler, mode] = mode_policy(self.profile, layouts, self.slo, self.s, mode, anchor, mixed)
+            self.pd[scheduler, mode] = mode_policy(profile, layouts, self.slo, self.s, mode, anchor, mixed)
+            self.pd_layouts[scheduler, mode] = layouts
         return self.pd[scheduler, mode]
 
     def notes(self) -> dict[str, Any]:
@@ -224,11 +225,14 @@ class Bench:
             raise ValueError(f"no layouts were made for scheduler {scheduler!r}")
         return layouts
 
-    def policy_layouts(self, scheduler: str) -> LayoutSubset:
+    def policy_layouts(self, scheduler: str, anchor: LayoutKey | None = None) -> LayoutSubset:
         """The layouts a policy chooses among: the overlapped ones, or the disjoint ones of
-        ``--layout-counts`` (not every split the static planner may choose)."""
+        ``--layout-counts`` (not every split the static planner may choose); and ``anchor``."""
         layouts = self.layouts(scheduler)
-        return LayoutSubset(layouts, layouts.keys if scheduler.endswith("overlap") else self.policy_counts)
+        keys = list(layouts.keys if scheduler.endswith("overlap") else self.policy_counts)
+        if anchor is not None and anchor not in keys:
+            keys = sorted([*keys, anchor], key=lambda k: (isinstance(k, tuple), k))
+        return LayoutSubset(layouts, keys)
 
     def lanes_for(self, config: Config) -> Lanes:
         name = config.scheduler
@@ -242,7 +246,8 @@ class Bench:
                 raise ValueError("the split policy was not made (make_split_policy)")
             return PolicyLanes(self.split_policy, self.policy_layouts(name))
         if name in ("pd", "pd-overlap") and isinstance(config.param, str):
-            return PolicyLanes(self.mode_policy(name, config.param), self.policy_layouts(name), prefix)
+            policy = self.mode_policy(name, config.param)
+            return PolicyLanes(policy, self.pd_layouts[name, config.param], prefix)
         share = self.s.slack_share if config.param is None else config.param
         if name in ("pd", "pd-overlap"):
             return PolicyLanes(self.pd[name, share], self.policy_layouts(name), prefix)

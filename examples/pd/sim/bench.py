@@ -13,6 +13,7 @@ from torch_green_contexts.step_policy import LayoutKey
 
 from ..bench import cli
 from ..bench.estimates import Costs, run_cap
+from ..bench.layout_profiles import covering
 from ..bench.metrics import summarize
 from ..bench.planner import label_of, plan_static
 from ..bench.policies import anchor_for, mixed_step_us, mode_policy, share_policy
@@ -79,6 +80,7 @@ class SimBench:
         self.layouts = {"": self._layouts(""), OVERLAP_PREFIX: self._layouts(OVERLAP_PREFIX)}
         self.timers: list[SimTimer] = []
         self.policies: dict[tuple[str, float | str], PrefillDecodePolicy] = {}
+        self.policy_sets: dict[tuple[str, float | str], LayoutSubset] = {}  # the layouts of each policy
         self._policy_layouts: dict[tuple[str, tuple[LayoutKey, ...]], LayoutSubset] = {}
         self._plans: dict[str, tuple[list[Config], dict[str, Any]]] = {}
         self.anchors: dict[str, str | None] = {}
@@ -113,15 +115,17 @@ class SimBench:
             return [k for k in self.layouts[OVERLAP_PREFIX].keys if isinstance(k, tuple)]
         return [k for k in self.layouts[""].keys if isinstance(k, int) and 0 < k < self.total]
 
-    def policy_layouts(self, scheduler: str) -> LayoutSubset:
+    def policy_layouts(self, scheduler: str, anchor: LayoutKey | None = None) -> LayoutSubset:
         """The layouts a policy chooses among: ``--layout-counts`` (the sweep's default ones) on
-        disjoint layouts, or ``--overlapped`` and the two ends."""
+        disjoint layouts, or ``--overlapped`` and the two ends; and ``anchor``."""
         if scheduler.endswith("overlap"):
             wanted: list[LayoutKey] = [0, self.total, *self.s.overlapped]
             source = self.layouts[OVERLAP_PREFIX]
         else:
             wanted = [*(self.s.layout_counts if self.s.layout_counts is not None else cli.DEFAULT_COUNTS), self.total]
             source = self.layouts[""]
+        if anchor is not None and anchor not in wanted:
+            wanted = sorted([*wanted, anchor], key=lambda k: (isinstance(k, tuple), k))
         missing = [k for k in wanted if k not in source.keys]
         if missing:
             raise CalibrationError(f"the calibration has no lanes for the layouts {missing} that {scheduler} uses: "
@@ -140,17 +144,19 @@ class SimBench:
                                        "(layout-profile.json of the sweep or calibration)")
             timer = SimTimer()
             self.timers.append(timer)
-            layouts = self.policy_layouts(scheduler)
             if isinstance(param, str):
                 static = "static-overlap" if scheduler.endswith("overlap") else "static"
-                ends = (0, self.total)
-                anchor = anchor_for(self.plan(static)[1], static, param, [k for k in layouts.keys if k not in ends])
+                anchor = anchor_for(self.plan(static)[1], static, param, self.static_keys(static))
                 self.anchors[f"{scheduler}, {param} mode"] = None if anchor is None else label_of(static, anchor)
+                layouts = self.policy_layouts(scheduler, anchor)
+                profile = covering(self.profile, self.calibration, layouts.keys,
+                                   OVERLAP_PREFIX if scheduler.endswith("overlap") else "")
                 mixed = mixed_step_us(self.calibration, self.s.policy_mixed_tokens) if self.s.policy_mixed_tokens else None
-                made = mode_policy(self.profile, layouts, self.slo, self.s, param, anchor, mixed, timer)
+                made = mode_policy(profile, layouts, self.slo, self.s, param, anchor, mixed, timer)
             else:
+                layouts = self.policy_layouts(scheduler)
                 made = share_policy(self.profile, layouts, self.slo, self.s, param, timer)
-            self.policies[scheduler, param] = made
+            self.policies[scheduler, param], self.policy_sets[scheduler, param] = made, layouts
         return self.policies[scheduler, param]
 
     def plan(self, scheduler: str, order: str | None = None,
@@ -183,7 +189,7 @@ class SimBench:
             return StaticLanes(self.layouts[prefix], config.param, prefix)
         if name in ("pd", "pd-overlap"):
             param = self.s.slack_share if config.param is None else config.param
-            return PolicyLanes(self.policy(name, param), self.policy_layouts(name), prefix)
+            return PolicyLanes(self.policy(name, param), self.policy_sets[name, param], prefix)
         raise CalibrationError(f"the simulator does not run scheduler {name!r} (its profile is not calibrated)")
 
     def run(self, config: Config, seed: int, rate: float,

@@ -1,0 +1,80 @@
+"""The two-SLO policy's modes as a sweep makes them (examples/pd/bench/policies.py and
+layout_profiles.py): a mode's anchor is the planner's best over every split, added to the
+layouts the policy chooses among, with figures from the calibration where the layout profile has
+none; the P99 mode runs without KV pressure and the mixed-batch fallback. No GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from examples.pd.bench import cli
+from examples.pd.bench.layout_profiles import covering, from_calibration
+from examples.pd.bench.search import Config
+from examples.pd.sim.bench import SimBench
+from examples.pd.sim.calibration import CalibrationError
+from torch_green_contexts.sizing import Latency
+from tests.examples.pd import calibration_data
+from tests.examples.pd.sim_profile import layout_profile
+from tests.examples.pd.test_simulator import ARGS
+
+
+def test_a_calibrated_lane_gives_the_profile_its_even_rows_beside_prefill():
+    calibration = calibration_data.calibration(counts=(16, 40, 64))
+    lane = calibration["lanes"]["40"]
+    uneven = dict(lane["decode"][-1], longest=lane["decode"][-1]["context_tokens"], idle_us=[1.0], loaded_us=[1.0])
+    lane["decode"].append(uneven)
+    profile = from_calibration(calibration, [40, 132])
+    assert profile.layouts == {40: (40, 92, 0), 132: (132, 132, 0)} and profile.loaded == {40: True, 132: True}
+    points = profile.measured[40]
+    assert len(points) == len(lane["decode"]) - 1  # the uneven rows are not a profile's point
+    first = lane["decode"][0]
+    latency = points[(first["bucket"], first["context_tokens"])]
+    assert latency == Latency.of(first["loaded_us"]) and latency.p99 > latency.p50 > min(first["idle_us"])
+
+
+def test_a_layout_without_batch_sms_is_profiled_from_its_steps_alone():
+    calibration = calibration_data.calibration()
+    calibration["lanes"]["132"]["batch_sms"] = 0
+    profile = from_calibration(calibration, [132])
+    step = calibration["lanes"]["132"]["decode"][0]
+    assert profile.loaded == {132: False}
+    assert profile.measured[132][(step["bucket"], step["context_tokens"])].mean == pytest.approx(
+        sum(step["idle_us"]) / len(step["idle_us"]))
+
+
+def test_covering_adds_only_the_layouts_the_profile_lacks_and_names_a_missing_lane():
+    calibration = calibration_data.calibration(counts=(16, 24, 32, 40, 48, 64, 96))
+    profile = layout_profile()
+    assert covering(profile, calibration, [16, 64]) is profile
+    joined = covering(profile, calibration, [16, 40])
+    assert joined.measured[16] == profile.measured[16] and 40 in joined.measured and set(profile.keys) < set(joined.keys)
+    with pytest.raises(CalibrationError, match="no lane for layout '56'"):
+        covering(profile, calibration, [56])
+    with pytest.raises(CalibrationError, match="no lane for layout 'o8/8'"):
+        covering(profile, calibration, [(8, 8)], "o")
+
+
+def test_a_modes_anchor_outside_the_layout_counts_joins_the_policys_layouts():
+    calibration = calibration_data.calibration(counts=(16, 24, 32, 40, 48, 64, 96))
+    s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--layout-counts", "0,16,96"])
+    bench = SimBench(s, calibration, layout_profile())
+    bench.coarse = [20.0, 40.0, 80.0]
+    plan = bench.plan("static")[1]
+    for mode in ("distserve", "p99"):
+        policy = bench.policy("pd", mode)
+        best = max(bench.static_keys("static"), key=lambda k: plan["predicted_goodput"][f"{k} SMs"][mode])
+        assert policy.options.anchor == best and bench.anchors[f"pd, {mode} mode"] == f"{best} SMs"
+        assert set(bench.policy_sets["pd", mode].keys) == {0, 16, 96, 132, best}
+        assert best in policy.profile.measured
+    summary = bench.run(Config("pd", "p99 mode", "p99", "fcfs"), 1, 5.0)
+    assert summary["finished"] == summary["requests"]
+
+
+def test_the_p99_mode_runs_without_kv_pressure_or_mixed_steps_and_distserve_with_both():
+    s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3"])
+    bench = SimBench(s, calibration_data.calibration(), layout_profile())
+    bench.coarse = [20.0, 40.0, 80.0]
+    p99, distserve = bench.policy("pd", "p99").options, bench.policy("pd", "distserve").options
+    assert p99.mode == "p99" and p99.kv_pressure is None and p99.mixed_step_us is None and p99.guard
+    assert distserve.kv_pressure == tuple(s.policy_kv_pressure) and distserve.mixed_step_us is not None
+
