@@ -1,5 +1,5 @@
 # Sourced by the campaign scripts that run from an installed release wheel (nothing compiled):
-#   campaign_log NAME        $OUT (default ./gpu-logs) made, $log = $OUT/NAME.log begun with the GPU's
+#   campaign_log NAME        $OUT (default ./gpu-logs) made, $log = $OUT/NAME.log added to with the GPU's
 #                            name, driver, clock and power limit, $began now; stamp TEXT logs a line
 #                            with the seconds since.
 #   enter_wheel_tree WHEEL   WHEEL installed into a temporary folder put on PYTHONPATH, and the
@@ -9,7 +9,7 @@ campaign_log() {
   OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
   log=$OUT/$1.log
   began=$(date +%s)
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >"$log" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >>"$log" 2>&1
 }
 stamp() { echo "== $* ($(( $(date +%s) - began )) s)" | tee -a "$log"; }
 enter_wheel_tree() {
