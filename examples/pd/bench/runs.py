@@ -207,7 +207,7 @@ class Bench:
             layouts = self.policy_layouts(scheduler, anchor)
             profile = covering(self.profile, self.planner().calibration, layouts.keys, prefix)
             mixed = None
-            if self.s.policy_mixed_tokens:
+            if self.s.policy_mixed_tokens and mode == "distserve":  # the P99 mode has no mixed steps
                 mixed = mixed_step_us(self.planner().calibration, self.s.policy_mixed_tokens)
                 self.engine.capture_mixed(layout_lane(layouts[self.total], prefix), self.s.policy_mixed_tokens)
             self.pd[scheduler, mode] = mode_policy(profile, layouts, self.slo, self.s, mode, anchor, mixed)

@@ -151,7 +151,8 @@ class SimBench:
                 layouts = self.policy_layouts(scheduler, anchor)
                 profile = covering(self.profile, self.calibration, layouts.keys,
                                    OVERLAP_PREFIX if scheduler.endswith("overlap") else "")
-                mixed = mixed_step_us(self.calibration, self.s.policy_mixed_tokens) if self.s.policy_mixed_tokens else None
+                priced = self.s.policy_mixed_tokens and param == "distserve"  # the P99 mode has no mixed steps
+                mixed = mixed_step_us(self.calibration, self.s.policy_mixed_tokens) if priced else None
                 made = mode_policy(profile, layouts, self.slo, self.s, param, anchor, mixed, timer)
             else:
                 layouts = self.policy_layouts(scheduler)
