@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One GPU call of a prefill/decode sweep (examples/pd) that takes several calls: builds the
 # extension unless it imports, continues the sweep of one point from its files in DIR
-# (POINT-results.json and POINT-layout-profile.json, when they exist) for at most SECONDS, and
-# packs everything the sweep wrote, with its log, into one archive, $OUT/POINT.tgz, so that a
-# limit on the number of files brought back cannot leave the results behind (a second call of
-# the same point in one machine call packs $OUT/POINT-2.tgz, and so on; it resumes from the
-# first's results, which are copied into DIR here). On the machine that keeps the results,
+# (POINT-results.json, POINT-layout-profile.json and POINT-calibration.json, when they exist) for
+# at most SECONDS, and packs everything the sweep wrote, with its log, into one archive, $OUT/POINT.tgz, so
+# that a limit on the number of files brought back cannot leave the results behind (a second call of
+# the same point in one machine call packs $OUT/POINT-2.tgz, and so on; it resumes from the first's
+# results, which are copied into DIR here). On the machine that keeps the results,
 # benchmarks/campaigns/pd_sweep_unpack.sh puts the archives back into DIR, in that order.
 #   bash benchmarks/campaigns/pd_sweep_call.sh DIR POINT SECONDS [python -m examples.pd arguments...]
 # e.g. bash benchmarks/campaigns/pd_sweep_call.sh benchmarks/results/2026-12-04-h200-pd-sweep today-32-layers 420 \
@@ -26,6 +26,7 @@ fi
 resume=()
 [ -f "$dir/$point-results.json" ] && resume+=(--resume "$dir/$point-results.json")
 [ -f "$dir/$point-layout-profile.json" ] && resume+=(--layout-profile "$dir/$point-layout-profile.json")
+[ -f "$dir/$point-calibration.json" ] && resume+=(--calibration "$dir/$point-calibration.json")
 PYTHONUNBUFFERED=1 python3 -m examples.pd "$@" "${resume[@]}" --time-budget-s "$seconds" --out "$work/$point" \
   > "$log" 2>&1
 status=$?
@@ -35,6 +36,7 @@ archive="$OUT/$point.tgz" n=1
 while [ -e "$archive" ]; do n=$((n + 1)); archive="$OUT/$point-$n.tgz"; done
 tar czf "$archive" -C "$work" "$point"
 [ -f "$work/$point/results.json" ] && cp "$work/$point/results.json" "$dir/$point-results.json"
-[ -f "$work/$point/layout-profile.json" ] && [ ! -f "$dir/$point-layout-profile.json" ] \
-  && cp "$work/$point/layout-profile.json" "$dir/$point-layout-profile.json"
+for kept in layout-profile calibration; do
+  [ -f "$work/$point/$kept.json" ] && [ ! -f "$dir/$point-$kept.json" ] && cp "$work/$point/$kept.json" "$dir/$point-$kept.json"
+done
 exit $status
