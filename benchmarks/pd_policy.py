@@ -5,7 +5,8 @@ profile is made up (what a step costs the host does not depend on its figures); 
 launched between step() and done(), so the events pass at once and are read every 8 steps.
 Beside it, what that cost is made of: the same trace with a timer that records nothing (the
 policy's Python and the layout switches), one CUDA event record on a layout's latency stream,
-and one layout switch (the streams' ordering after the previous layout's)."""
+and one layout switch (the streams' ordering after the previous layout's); and the same trace
+with one step in ``SAMPLED`` timed (``sample_every``), what a server pays that times fewer steps."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from torch_green_contexts.sizing import Latency, LayoutProfile
 from .stats import summarize
 
 COUNTS = (0, 16, 32, 64)
+SAMPLED = 4
 
 
 def _profile(layouts: Layouts) -> LayoutProfile:
@@ -112,10 +114,16 @@ def run(device: int, steps: int = 20000) -> dict[str, Any]:
             untimed = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, timer=_Untimed(),
                                           **extra)  # type: ignore[arg-type]
             bare_step_ns, bare_done_ns = _trace(untimed, steps, device)
+            sampled = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, sample_every=SAMPLED,
+                                          **extra)  # type: ignore[arg-type]
+            sampled_step_ns, sampled_done_ns = _trace(sampled, steps, device)
             out[name] = {"step_and_done_us": summarize((a + b) / 1e3 for a, b in zip(step_ns, done_ns)),
                          "step_us": summarize(t / 1e3 for t in step_ns),
                          "untimed_step_and_done_us": summarize((a + b) / 1e3
                                                                for a, b in zip(bare_step_ns, bare_done_ns)),
+                         "sampled_step_and_done_us": summarize((a + b) / 1e3
+                                                               for a, b in zip(sampled_step_ns, sampled_done_ns)),
+                         "sample_every": SAMPLED,
                          "chosen": {str(k): v for k, v in policy.stats()["chosen"].items()}}
         out["parts"] = _parts(layouts, steps, device)
     return out

@@ -72,6 +72,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 detail += (f"; without the step timer {pd_policy[name]['untimed_step_and_done_us']['median']:.2f} us, "
                            f"one event record {parts['event_record_us']['median']:.2f} us, "
                            f"one layout switch {parts['switch_us']['median']:.2f} us")
+            if "sampled_step_and_done_us" in pd_policy[name]:
+                detail += (f"; timing one step in {pd_policy[name]['sample_every']} (sample_every) "
+                           f"{pd_policy[name]['sampled_step_and_done_us']['median']:.2f} us")
             out.append(target(f"PrefillDecodePolicy.step() + done() host cost, {name} (median)", figures["median"], 5.0,
                               unit="us", detail=detail))
     return out

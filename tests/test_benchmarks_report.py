@@ -294,3 +294,8 @@ def test_the_host_cost_target_says_what_it_is_made_of():
     detail = lines["PrefillDecodePolicy.step() + done() host cost, p99 mode (median)"]["detail"]
     assert detail == ("p90 56.90 us; without the step timer 4.60 us, one event record 2.30 us, "
                       "one layout switch 4.40 us")
+    results["pd_policy"]["budget rule"].update({"sampled_step_and_done_us": {"median": 4.9}, "sample_every": 4})
+    lines = {t["name"]: t for t in targets(results)}
+    detail = lines["PrefillDecodePolicy.step() + done() host cost, budget rule (median)"]["detail"]
+    assert detail.endswith("; timing one step in 4 (sample_every) 4.90 us")
+    assert lines["PrefillDecodePolicy.step() + done() host cost, budget rule (median)"]["met"] is False
