@@ -58,6 +58,7 @@ def run_families(bench: Runs, s: cli.Settings, results: dict[str, Any], earlier:
 
     def on_run(record: dict[str, Any]) -> None:
         results["runs"] = all_runs()
+        results.update(bench.notes())  # a family cut short by the time budget keeps its anchors
         summary = record["summary"]
         if summary is not None:
             say(f"[{len(results['runs'])}] {record['scheduler']}, {record['config']}, seed {record['seed']} @ "

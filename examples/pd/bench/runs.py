@@ -180,6 +180,8 @@ class Bench:
                 raise ValueError("the static splits are planned from the calibration: measure it first")
             self._planner = SimBench(self.s, load_calibration(self.calibration_path), self.profile)
             self._planner.coarse = self.coarse
+            if not self.s.quiet:  # the planner's predictions in the sweep's log
+                self._planner.say = lambda text: print(text, file=sys.stderr, flush=True)
         return self._planner
 
     def plan(self, scheduler: str, order: str | None = None) -> tuple[list[Config], dict[str, Any]]:

@@ -78,3 +78,27 @@ def test_the_p99_mode_runs_without_kv_pressure_or_mixed_steps_and_distserve_with
     assert p99.mode == "p99" and p99.kv_pressure is None and p99.mixed_step_us is None and p99.guard
     assert distserve.kv_pressure == tuple(s.policy_kv_pressure) and distserve.mixed_step_us is not None
 
+
+
+def test_a_family_cut_short_by_the_time_budget_keeps_its_modes_anchors(tmp_path):
+    from examples.pd.bench import families
+    from examples.pd.bench.search import OutOfTime
+
+    s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--schedulers", "pd", "--policy-modes", "p99",
+                          "--seeds", "1", "--rates", "20,40,80"])
+    bench = SimBench(s, calibration_data.calibration(counts=(16, 24, 32, 40, 48, 64, 96)), layout_profile())
+    bench.coarse = [20.0, 40.0, 80.0]
+    simulate = bench.run
+
+    def run_until_the_p99_mode_ran_once(config, seed, rate, progress=None):
+        if any(r["config"].startswith("p99 mode") for r in results.get("runs", [])):
+            raise OutOfTime(f"{config.scheduler}, {config.name}, seed {seed} at {rate:.3g} req/s")
+        return simulate(config, seed, rate, progress)
+
+    bench.run = run_until_the_p99_mode_ran_once  # type: ignore[method-assign]
+    results: dict = {}
+    say = type("Say", (), {"__call__": lambda self, text: None, "live": lambda self, text: None})()
+    families.run_families(bench, s, results, {}, bench.coarse, str(tmp_path / "results.json"), 0.0, say)
+    assert results["incomplete"] and any(r["config"].startswith("p99 mode") for r in results["runs"])
+    assert results["policy_anchors"] == {"pd, p99 mode": bench.anchors["pd, p99 mode"]}
+    assert bench.anchors["pd, p99 mode"] is not None
