@@ -58,6 +58,7 @@ def validate(gpu_path: str, calibration_path: str, profile_path: str | None, say
         with open(profile_path) as f:
             profile = sizing.LayoutProfile.from_json(f.read())
     bench = SimBench(s, calibration, profile)
+    bench.coarse = [float(r) for r in gpu["coarse_rates"]]  # the planner of the modes' anchors simulates these
     began = time.perf_counter()
     records = simulate_runs(gpu, bench, say)
     seconds = time.perf_counter() - began

@@ -48,3 +48,24 @@ def test_the_reduced_point_keeps_the_committed_validations_figures(reduced):
 def test_the_reduced_point_orders_the_schedulers_as_the_gpu_under_the_p99_metric(reduced):
     order = reduced["order"]["p99"]
     assert order["same"] and len(order["gpu_order"]) == 3, order
+
+
+H100 = RESULTS / "2026-12-07-h100-pd-modes"
+
+
+def test_a_modes_runs_are_validated_with_the_anchor_the_planner_gives(tmp_path):
+    """The H100's chat point, the P99 mode's runs of seed 1 alone: the modes' anchors are planned
+    at the GPU sweep's coarse rates, and the simulated goodput is the committed validation's."""
+    gpu = json.loads((H100 / "chat-32-layers-results.json").read_text())
+    gpu["runs"] = [r for r in gpu["runs"] if r["config"] == "p99 mode, fcfs" and r["seed"] == 1]
+    committed = {(c["config"], c["metric"]): c for c in
+                 json.loads((H100 / "chat-32-layers-validation.json").read_text())["cells"] if c["seed"] == 1}
+    path = tmp_path / "chat-32-layers-results.json"
+    path.write_text(json.dumps(gpu))
+    result = validate(str(path), str(H100 / "chat-32-layers-calibration.json"),
+                      str(H100 / "chat-32-layers-layout-profile.json"), lambda text: None)
+    assert {(c["config"], c["metric"]) for c in result["cells"]} == {("p99 mode, fcfs", "distserve"),
+                                                                     ("p99 mode, fcfs", "p99")}
+    for cell in result["cells"]:
+        was = committed[(cell["config"], cell["metric"])]
+        assert cell["gpu"] == pytest.approx(was["gpu"]) and cell["sim"] == pytest.approx(was["sim"], rel=1e-6), cell
