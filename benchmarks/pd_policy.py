@@ -79,6 +79,11 @@ def _trace(policy: PrefillDecodePolicy, steps: int, device: int) -> tuple[list[i
     return step_ns[steps // 10:], done_ns[steps // 10:]
 
 
+def _sum_us(step_ns: list[int], done_ns: list[int]) -> dict[str, float]:
+    """The summary of each step's step() + done(), in microseconds."""
+    return summarize((a + b) / 1e3 for a, b in zip(step_ns, done_ns))
+
+
 def _parts(layouts: Layouts, steps: int, device: int) -> dict[str, Any]:
     """One timing event's record on the 64-SM layout's latency stream, and one layout switch
     (between 0 and 64 latency SMs in turn), in host microseconds."""
@@ -109,20 +114,17 @@ def run(device: int, steps: int = 20000) -> dict[str, Any]:
         options = {"budget rule": {}, "p99 mode": {"mode": "p99", "anchor": 64, "dwell_steps": 16,
                                                    "kv_pressure": (0.85, 0.3)}}
         for name, extra in options.items():
-            policy = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, **extra)  # type: ignore[arg-type]
-            step_ns, done_ns = _trace(policy, steps, device)
-            untimed = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, timer=_Untimed(),
-                                          **extra)  # type: ignore[arg-type]
-            bare_step_ns, bare_done_ns = _trace(untimed, steps, device)
-            sampled = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, sample_every=SAMPLED,
-                                          **extra)  # type: ignore[arg-type]
-            sampled_step_ns, sampled_done_ns = _trace(sampled, steps, device)
-            out[name] = {"step_and_done_us": summarize((a + b) / 1e3 for a, b in zip(step_ns, done_ns)),
+            def traced(**timing: Any) -> tuple[PrefillDecodePolicy, list[int], list[int]]:
+                made = PrefillDecodePolicy(profile, layouts, tpot_slo_us=5000, **extra, **timing)  # type: ignore[arg-type]
+                return (made, *_trace(made, steps, device))
+
+            policy, step_ns, done_ns = traced()
+            _, bare_step_ns, bare_done_ns = traced(timer=_Untimed())
+            _, sampled_step_ns, sampled_done_ns = traced(sample_every=SAMPLED)
+            out[name] = {"step_and_done_us": _sum_us(step_ns, done_ns),
                          "step_us": summarize(t / 1e3 for t in step_ns),
-                         "untimed_step_and_done_us": summarize((a + b) / 1e3
-                                                               for a, b in zip(bare_step_ns, bare_done_ns)),
-                         "sampled_step_and_done_us": summarize((a + b) / 1e3
-                                                               for a, b in zip(sampled_step_ns, sampled_done_ns)),
+                         "untimed_step_and_done_us": _sum_us(bare_step_ns, bare_done_ns),
+                         "sampled_step_and_done_us": _sum_us(sampled_step_ns, sampled_done_ns),
                          "sample_every": SAMPLED,
                          "chosen": {str(k): v for k, v in policy.stats()["chosen"].items()}}
         out["parts"] = _parts(layouts, steps, device)

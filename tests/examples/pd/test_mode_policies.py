@@ -83,6 +83,7 @@ def test_the_p99_mode_runs_without_kv_pressure_or_mixed_steps_and_distserve_with
 def test_a_family_cut_short_by_the_time_budget_keeps_its_modes_anchors(tmp_path):
     from examples.pd.bench import families
     from examples.pd.bench.search import OutOfTime
+    from examples.pd.bench.sweep import Progress
 
     s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--schedulers", "pd", "--policy-modes", "p99",
                           "--seeds", "1", "--rates", "20,40,80"])
@@ -97,8 +98,7 @@ def test_a_family_cut_short_by_the_time_budget_keeps_its_modes_anchors(tmp_path)
 
     bench.run = run_until_the_p99_mode_ran_once  # type: ignore[method-assign]
     results: dict = {}
-    say = type("Say", (), {"__call__": lambda self, text: None, "live": lambda self, text: None})()
-    families.run_families(bench, s, results, {}, bench.coarse, str(tmp_path / "results.json"), 0.0, say)
+    families.run_families(bench, s, results, {}, bench.coarse, str(tmp_path / "results.json"), 0.0, Progress(True))
     assert results["incomplete"] and any(r["config"].startswith("p99 mode") for r in results["runs"])
     assert results["policy_anchors"] == {"pd, p99 mode": bench.anchors["pd, p99 mode"]}
     assert bench.anchors["pd, p99 mode"] is not None
