@@ -12,10 +12,12 @@ from .checks import check
 from .options import DEFAULT_SCHEDULERS, SCHEDULERS, parser
 from .workload import WORKLOADS, Lengths
 
-__all__ = ["DEFAULT_COUNTS", "DEFAULT_SCHEDULERS", "SCHEDULERS", "SPLITS", "Settings", "parse", "parser",
-           "policy_modes", "policy_shares", "settings_dict", "settings_from", "with_earlier_shares"]
+__all__ = ["DEFAULT_COUNTS", "DEFAULT_SCHEDULERS", "MADE_BEFORE", "SCHEDULERS", "SPLITS", "Settings", "parse",
+           "parser", "policy_modes", "policy_shares", "settings_dict", "settings_from", "with_earlier_shares"]
 
 DEFAULT_COUNTS = (0, 16, 24, 32, 48, 64, 96)  # and the device's SM count
+# Settings whose default has changed, as results files written before them were made.
+MADE_BEFORE: dict[str, Any] = {"policy_guard": ["distserve", "p99"]}
 SPLITS = ("static", "static-overlap", "pd", "pd-overlap", "policy")
 
 
@@ -58,6 +60,7 @@ class Settings:
     slack_share: float
     more_slack_shares: tuple[float, ...]
     policy_modes: tuple[str, ...]
+    policy_guard: tuple[str, ...]
     policy_dwell: int
     policy_kv_pressure: tuple[float, ...] | None
     policy_mixed_tokens: int
@@ -133,9 +136,11 @@ def parse(argv: Sequence[str] | None = None, doc: str | None = None, prog: str =
         values["piece_layers"] = max(1, values["layers"] // 8)
     if a.calibrate_only:  # every lane a sweep may run on
         values["schedulers"] = DEFAULT_SCHEDULERS
-    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares", "policy_modes"):
+    for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares", "policy_modes",
+                 "policy_guard"):
         values[name] = tuple(dict.fromkeys(values[name]))
     values["policy_modes"] = tuple(m for m in values["policy_modes"] if m != "none")
+    values["policy_guard"] = tuple(m for m in ("distserve", "p99") if m in values["policy_guard"])
     settings = Settings(**values)
     error = check(settings)
     if error:
@@ -167,7 +172,7 @@ def with_earlier_shares(s: Settings, earlier_settings: dict[str, Any]) -> Settin
 def settings_from(recorded: dict[str, Any], **changes: Any) -> Settings:
     """The settings a results file records (``settings_dict``), with ``changes``; settings added
     since the file was written take their defaults. A ValueError names what does not fit."""
-    defaults = settings_dict(parse(["--workload", recorded.get("workload", "today")]))
+    defaults = {**settings_dict(parse(["--workload", recorded.get("workload", "today")])), **MADE_BEFORE}
     values = {**defaults, **{k: v for k, v in recorded.items() if k in defaults}, **changes}
     for name, field in Settings.__dataclass_fields__.items():
         value = values[name]

@@ -99,6 +99,9 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
         help="further configurations of the two-SLO policies, one per mode of PrefillDecodePolicy: anchored at the "
         "planned best static split for the mode's metric, with the worst-case guard, a dwell, KV pressure and the "
         "mixed-batch fallback (labelled 'distserve mode', 'p99 mode'; 'none' runs none) (default distserve,p99)")
+    add("--policy-guard", type=_list(_mode, "modes among distserve, p99"), default=("p99",),
+        help="the modes whose configuration sizes decode by the worst-case guard ('none': neither); under "
+        "overload the guard holds SMs from prefill that DistServe's metric would rather spend (default p99)")
     add("--policy-dwell", type=int, default=16, help="steps those configurations stay on a layout before giving "
         "decode fewer SMs (default 16)")
     add("--policy-kv-pressure", type=_list(float, "two shares, high,low"), default=(0.85, 0.3),

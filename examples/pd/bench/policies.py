@@ -1,7 +1,7 @@
 """The two-SLO policy's configurations as a sweep makes them, on the GPU and the simulated GPU
 alike: a slack share (the policy's budget rule alone), or a mode anchored at the planned best
-static split for the mode's metric, with the worst-case guard, a dwell, KV pressure and the
-mixed-batch fallback priced from the calibration's mixed iterations."""
+static split for the mode's metric, with a dwell, the worst-case guard (the P99 mode's by
+default), KV pressure and the mixed-batch fallback priced from the calibration's mixed iterations."""
 
 from __future__ import annotations
 
@@ -57,15 +57,15 @@ def share_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Se
 def mode_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Settings, mode: str,
                 anchor: LayoutKey | None, mixed_us: Callable[[int, int, int], float] | None,
                 timer: StepTimer | None = None) -> PrefillDecodePolicy:
-    """A mode's configuration: anchored at ``anchor``, guarded, with the dwell of the settings;
-    in ``"distserve"`` mode also their KV pressure and (with ``mixed_us``) the mixed-batch
-    fallback. The P99 mode leaves both out: each runs steps up to the budget's edge (prefill
+    """A mode's configuration: anchored at ``anchor``, with the dwell of the settings and the
+    worst-case guard where their ``policy_guard`` names the mode; in ``"distserve"`` mode also
+    their KV pressure and (with ``mixed_us``) the mixed-batch fallback. The P99 mode leaves both out: each runs steps up to the budget's edge (prefill
     first at low KV use gives decode fewer SMs than the anchor; a mixed step takes what it may),
     and the P99 of the time between tokens is that edge."""
     pressure = s.policy_kv_pressure if mode == "distserve" else None
     mixed = mixed_us if mode == "distserve" and s.policy_mixed_tokens else None
     return PrefillDecodePolicy(
         profile, layouts, tpot_slo_us=slo.tpot * 1e6, headroom=s.policy_headroom, slack_share=s.slack_share,
-        mode=mode, anchor=anchor, guard=True, dwell_steps=s.policy_dwell,
+        mode=mode, anchor=anchor, guard=mode in s.policy_guard, dwell_steps=s.policy_dwell,
         kv_pressure=(pressure[0], pressure[1]) if pressure else None,
         mixed_step_us=mixed, mixed_tokens=max(1, s.policy_mixed_tokens), timer=timer)

@@ -76,7 +76,8 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
                          "and runs)")
     mine = {k: v for k, v in cli.settings_dict(s).items() if k not in SAME_SETTINGS_EXCEPT}
     theirs = {k: v for k, v in earlier["settings"].items() if k not in SAME_SETTINGS_EXCEPT}
-    defaults = cli.settings_dict(cli.parse(["--workload", s.workload]))  # of settings newer than the file
+    # Settings newer than the file: as it was made.
+    defaults = {**cli.settings_dict(cli.parse(["--workload", s.workload])), **cli.MADE_BEFORE}
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k, defaults.get(k)))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")

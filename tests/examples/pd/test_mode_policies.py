@@ -77,6 +77,32 @@ def test_the_p99_mode_runs_without_kv_pressure_or_mixed_steps_and_distserve_with
     p99, distserve = bench.policy("pd", "p99").options, bench.policy("pd", "distserve").options
     assert p99.mode == "p99" and p99.kv_pressure is None and p99.mixed_step_us is None and p99.guard
     assert distserve.kv_pressure == tuple(s.policy_kv_pressure) and distserve.mixed_step_us is not None
+    assert not distserve.guard and distserve.dwell_steps == p99.dwell_steps == s.policy_dwell
+
+
+def test_policy_guard_names_the_guarded_modes_and_older_files_resume_with_both_guarded(tmp_path):
+    import json
+
+    from examples.pd.bench.search import entry
+    from examples.pd.bench.sweep import load_resume
+
+    for argv, guarded in (([], ("p99",)), (["--policy-guard", "distserve,p99"], ("distserve", "p99")),
+                          (["--policy-guard", "none"], ())):
+        s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3"] + argv)
+        assert s.policy_guard == guarded
+        bench = SimBench(s, calibration_data.calibration(), layout_profile())
+        bench.coarse = [20.0, 40.0, 80.0]
+        assert {m for m in ("distserve", "p99") if bench.policy("pd", m).options.guard} == set(guarded)
+    older = cli.settings_dict(cli.parse(["--quick"]))
+    del older["policy_guard"]  # a results file from before the option: both modes ran guarded
+    assert cli.settings_from(older).policy_guard == ("distserve", "p99")
+    path = tmp_path / "results.json"
+    runs = [entry(Config("pd", "distserve mode", "distserve", "fcfs"), 1, 2.0, {"attainment": 1.0})]
+    path.write_text(json.dumps({"settings": older, "runs": runs}))
+    with pytest.raises(SystemExit, match="settings differ in policy_guard"):
+        load_resume(cli.parse(["--quick", "--resume", str(path)]))
+    kept = load_resume(cli.parse(["--quick", "--resume", str(path), "--policy-guard", "p99,distserve"]))
+    assert len(kept["runs"]) == 1
 
 
 
