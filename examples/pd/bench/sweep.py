@@ -32,7 +32,8 @@ MIN_STATIC_SMS = 16
 # follow the runs made so far, so a --rerun may change them; a budget's runs are the same whatever
 # the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
-                        "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only", "trace_runs")
+                        "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only", "trace_runs",
+                        "static_candidates")
 
 
 class Progress:
