@@ -149,10 +149,12 @@ class Goodput:
     """The goodput read from (rate, attainment) points, and how it was read: ``"interpolated"``
     between two measured rates, ``"highest measured"`` (every rate up to the highest measured
     one reached the target: a lower bound), or ``"none met"`` (``rate`` 0: not even the lowest
-    measured rate reached the target)."""
+    measured rate reached the target). ``between``: the two measured rates it was interpolated
+    between."""
 
     rate: float
     how: str
+    between: tuple[float, float] | None = None
 
 
 def passes(value: float, target: float, higher: bool) -> bool:
@@ -176,7 +178,7 @@ def goodput(points: Iterable[tuple[float, float]], target: float = TARGET_ATTAIN
     if i == len(ordered) - 1:
         return Goodput(ordered[i][0], "highest measured")
     (r1, a1), (r2, a2) = ordered[i], ordered[i + 1]
-    return Goodput(r1 + (a1 - target) / (a1 - a2) * (r2 - r1), "interpolated")
+    return Goodput(r1 + (a1 - target) / (a1 - a2) * (r2 - r1), "interpolated", (r1, r2))
 
 
 def metric_goodput(points: Iterable[tuple[float, dict[str, Any]]], metric: str) -> Goodput:

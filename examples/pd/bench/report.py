@@ -59,14 +59,18 @@ def refined(chosen: dict[str, Any] | list[str] | None) -> dict[str, str]:
     return dict(zip(METRICS, chosen if len(chosen) == len(METRICS) else [chosen[0]] * len(METRICS)))
 
 
+BRACKETED = 1.25  # a knee read between measured rates this far apart or closer is taken as measured
+
+
 def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
                chosen: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per scheduler and metric: every configuration's goodput per seed, and the best
-    configuration with its goodput per seed, mean and spread (max - min). The best is the one
-    the sweep refined for that metric (``chosen``: scheduler -> metric -> configuration) when it
-    ran on every seed: its knee was bracketed closely, where another configuration's goodput may
-    be read between two coarse rates. Otherwise, the highest mean goodput over the seeds that
-    ran it, configurations run on every seed first."""
+    configuration with its goodput per seed, mean and spread (max - min). The best is the
+    highest mean goodput among the configurations run on every seed whose knee was bracketed
+    closely on every seed (read between measured rates at most ``BRACKETED`` apart) and the one
+    the sweep refined for that metric (``chosen``: scheduler -> metric -> configuration): another
+    configuration's goodput may be read between two coarse rates. Without such a configuration,
+    the highest mean goodput over the seeds that ran it, configurations run on every seed first."""
     out: dict[str, Any] = {}
     for name in NAMES:
         picks = refined((chosen or {}).get(name))
@@ -78,19 +82,24 @@ def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
             configs: dict[str, Any] = {}
             for label in labels:
                 per_seed: dict[str, dict[str, Any]] = {}
+                close = True
                 for seed in seeds:
                     points = _points(runs, name, label, seed)
                     if points:
                         g = metric_goodput(points, metric)
                         per_seed[str(seed)] = {"goodput": g.rate, "how": g.how, "rates": len(points)}
+                        close = close and g.between is not None and g.between[1] <= BRACKETED * g.between[0]
                 if per_seed:
                     values = [v["goodput"] for v in per_seed.values()]
                     configs[label] = {"seeds": per_seed, "mean": statistics.fmean(values),
-                                      "spread": max(values) - min(values), "all_seeds": len(per_seed) == len(seeds)}
+                                      "spread": max(values) - min(values), "all_seeds": len(per_seed) == len(seeds),
+                                      "bracketed": close and len(per_seed) == len(seeds)}
             if configs:
                 pick = picks.get(metric)
-                if pick in configs and configs[pick]["all_seeds"]:
-                    best, how = pick, "refined for this metric"
+                sure = [c for c in configs if configs[c]["bracketed"] or (c == pick and configs[c]["all_seeds"])]
+                if sure:
+                    best = max(sure, key=lambda c: (configs[c]["mean"], c == pick))
+                    how = "refined for this metric" if best == pick else "highest mean goodput, knee bracketed"
                 else:
                     best = max(configs, key=lambda c: (configs[c]["all_seeds"], configs[c]["mean"]))
                     how = "highest mean goodput"

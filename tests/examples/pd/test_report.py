@@ -200,14 +200,30 @@ def test_the_configuration_refined_for_a_metric_is_reported_when_it_ran_on_every
     assert fams["chunked"]["p99"]["chosen_by"] == "refined for this metric"
     assert fams["chunked"]["p99"]["mean"] < fams["chunked"]["p99"]["configs"][b1024.name]["mean"]
     assert fams["chunked"]["distserve"]["best"] == b1024.name
-    # Without a record of what was refined (or when it has not run on every seed): the highest mean.
-    assert schedulers(runs, [1, 2])["chunked"]["p99"]["best"] == b1024.name
+    # Without a record of what was refined: the highest mean among the closely bracketed knees.
+    unrecorded = schedulers(runs, [1, 2])["chunked"]["p99"]
+    assert unrecorded["best"] == b256.name and unrecorded["chosen_by"] == "highest mean goodput, knee bracketed"
+    # None bracketed, and the refined one not run on every seed: the highest mean.
     assert schedulers(runs[:4] + runs[4:8], [1, 2], {"chunked": chosen})["chunked"]["p99"]["chosen_by"] \
         == "highest mean goodput"
     # Older results files list the refined configurations: DistServe's, then P99's unless the same.
     assert schedulers(runs, [1, 2], {"chunked": [b1024.name, b256.name]})["chunked"]["p99"]["best"] == b256.name
     assert refined([b1024.name]) == {"distserve": b1024.name, "p99": b1024.name}
     assert refined(None) == {}
+
+
+def test_a_closely_bracketed_configuration_above_the_refined_one_is_the_best():
+    # A later call refined another split (80 SMs) whose knee is lower than the one an earlier
+    # call refined (64 SMs): the strongest measured configuration stays the baseline.
+    s64, s80 = Config("static", "64 SMs", 64, "spf"), Config("static", "80 SMs", 80, "spf")
+    runs = [entry(s64, seed, rate, summary(1.0, margin)) for seed in (1, 2)
+            for rate, margin in ((8.0, 0.9), (10.0, 0.98), (11.0, 1.05), (16.0, 1.5))]
+    runs += [entry(s80, seed, rate, summary(1.0, margin)) for seed in (1, 2)
+             for rate, margin in ((4.0, 0.9), (5.0, 0.99), (5.5, 1.1), (8.0, 1.3))]
+    best = schedulers(runs, [1, 2], {"static": {"distserve": s80.name, "p99": s80.name}})["static"]["p99"]
+    assert best["best"] == s64.name and best["chosen_by"] == "highest mean goodput, knee bracketed"
+    assert best["bracketed"] and 10.0 < best["mean"] < 11.0
+    assert best["configs"][s80.name]["bracketed"] and best["configs"][s80.name]["mean"] < 5.5
 
 
 def test_comparison_ratios_and_ties():
