@@ -56,6 +56,7 @@ class Settings:
     layout_counts: tuple[int, ...] | None  # None: DEFAULT_COUNTS and the device's SM count
     overlapped: tuple[tuple[int, int], ...]
     static_candidates: int
+    static_splits: tuple[int, ...] | None  # None: the planner's candidates
     policy_headroom: float
     slack_share: float
     more_slack_shares: tuple[float, ...]
@@ -139,6 +140,8 @@ def parse(argv: Sequence[str] | None = None, doc: str | None = None, prog: str =
     for name in ("schedulers", "admission", "seeds", "overlapped", "rerun", "more_slack_shares", "policy_modes",
                  "policy_guard"):
         values[name] = tuple(dict.fromkeys(values[name]))
+    if values["static_splits"] is not None:
+        values["static_splits"] = tuple(dict.fromkeys(values["static_splits"]))
     values["policy_modes"] = tuple(m for m in values["policy_modes"] if m != "none")
     values["policy_guard"] = tuple(m for m in ("distserve", "p99") if m in values["policy_guard"])
     settings = Settings(**values)

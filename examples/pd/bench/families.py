@@ -10,6 +10,7 @@ from typing import Any, Callable, Protocol, Sequence
 from ..engine.request import Slo
 from . import cli
 from .estimates import Costs, expected_run_s, run_cap
+from .planner import given_splits
 from .report import dump
 from .search import Config, OutOfTime, Sweep, reusable, with_earlier
 from .traces import trace_for
@@ -83,6 +84,11 @@ def run_families(bench: Runs, s: cli.Settings, results: dict[str, Any], earlier:
             first = s.admission[0]
             if name.startswith("static"):  # the planner's, simulated from the calibration
                 configs, why = bench.static_configs(name, first)
+                if name == "static" and s.static_splits:
+                    try:
+                        configs, why = given_splits(s.static_splits, first, why)
+                    except ValueError as error:  # the runs so far are in the results file
+                        raise SystemExit(str(error)) from None
                 results[f"{name}_candidates"] = why
             else:
                 configs = family_configs(name, s, first)

@@ -88,6 +88,9 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
         "(default 0,16,24,32,48,64,96 and all SMs; those the device cannot split exactly are dropped)")
     add("--overlapped", type=_list(_pair, "latency/batch floor pairs"), default=DEFAULT_OVERLAPPED,
         help="overlapped layouts as latency/batch floors (default " + ",".join(f"{a}/{b}" for a, b in DEFAULT_OVERLAPPED) + ")")
+    add("--static-splits", type=_list(int, "decode SM counts"),
+        help="the static splits to run instead of the planner's candidates (decode SMs each; the planner's "
+        "predictions are still recorded), e.g. its choice beside an earlier best in one call (default: the planner's)")
     add("--static-candidates", type=int, help="static splits (and overlapped layouts) to run (default 3; 1 with --quick)")
     add("--policy-headroom", type=float, default=0.05, help="the headroom argument of both policies (default 0.05)")
     add("--slack-share", type=float, default=0.5, help="the slack_share argument of PrefillDecodePolicy (default 0.5)")

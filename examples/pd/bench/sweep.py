@@ -33,7 +33,7 @@ MIN_STATIC_SMS = 16
 # the other budgets, as long as each stays above the resumed sweep's slot count.)
 SAME_SETTINGS_EXCEPT = ("resume", "rerun", "schedulers", "time_budget_s", "out", "quiet", "profile", "layout_profile",
                         "rates", "budgets", "more_slack_shares", "calibration", "calibrate_only", "trace_runs",
-                        "static_candidates")
+                        "static_candidates", "static_splits")
 
 
 class Progress:
@@ -187,6 +187,11 @@ def main(argv: list[str] | None = None, doc: str | None = None) -> int:
             say(f"the device cannot split off exactly {dropped} SMs: left out")
         if "static" in s.schedulers:
             static_counts = [k for k in available if MIN_STATIC_SMS <= k < total]
+            unknown = [k for k in s.static_splits or () if k not in static_counts]
+            if unknown:
+                print(f"--static-splits {','.join(map(str, unknown))}: not a split of this device; it gives "
+                      f"{', '.join(map(str, static_counts))} decode SMs", file=sys.stderr)
+                return 2
     engine = Engine(model, buckets)
     bench = Bench(s, engine, total, counts, static_counts)
     costs, slo = bench.costs, bench.slo

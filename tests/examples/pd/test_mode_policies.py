@@ -128,3 +128,26 @@ def test_a_family_cut_short_by_the_time_budget_keeps_its_modes_anchors(tmp_path)
     assert results["incomplete"] and any(r["config"].startswith("p99 mode") for r in results["runs"])
     assert results["policy_anchors"] == {"pd, p99 mode": bench.anchors["pd, p99 mode"]}
     assert bench.anchors["pd, p99 mode"] is not None
+
+
+def test_static_splits_run_instead_of_the_planners_candidates_and_the_plan_is_kept(tmp_path):
+    from examples.pd.bench import families
+    from examples.pd.bench.sweep import Progress
+
+    assert cli.parse([]).static_splits is None
+    assert cli.parse(["--static-splits", "64,80,64"]).static_splits == (64, 80)
+    s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--schedulers", "static", "--static-splits", "16,64",
+                          "--seeds", "1", "--rates", "20,40", "--admission", "fcfs"])
+    bench = SimBench(s, calibration_data.calibration(counts=(16, 24, 32, 40, 48, 64, 96)), layout_profile())
+    bench.coarse = [20.0, 40.0]
+    results: dict = {}
+    families.run_families(bench, s, results, {}, bench.coarse, str(tmp_path / "results.json"), 0.0, Progress(True))
+    assert {r["config"] for r in results["runs"]} == {"16 SMs, fcfs", "64 SMs, fcfs"}
+    plan = results["static_candidates"]
+    assert plan["given"] == ["16 SMs", "64 SMs"] and set(plan["predicted_goodput"]) >= {"16 SMs", "40 SMs", "96 SMs"}
+    odd = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--schedulers", "static", "--static-splits", "20",
+                            "--seeds", "1", "--rates", "20,40"])
+    bench = SimBench(odd, calibration_data.calibration(counts=(16, 24, 32, 40, 48, 64, 96)), layout_profile())
+    bench.coarse = [20.0, 40.0]
+    with pytest.raises(SystemExit, match=r"--static-splits 20: not a split of this device; it gives 16 SMs, 24 SMs"):
+        families.run_families(bench, odd, {}, {}, bench.coarse, str(tmp_path / "odd.json"), 0.0, Progress(True))
