@@ -59,9 +59,10 @@ def mode_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Set
                 timer: StepTimer | None = None) -> PrefillDecodePolicy:
     """A mode's configuration: anchored at ``anchor``, with the dwell of the settings and the
     worst-case guard where their ``policy_guard`` names the mode; in ``"distserve"`` mode also
-    their KV pressure and (with ``mixed_us``) the mixed-batch fallback. The P99 mode leaves both out: each runs steps up to the budget's edge (prefill
-    first at low KV use gives decode fewer SMs than the anchor; a mixed step takes what it may),
-    and the P99 of the time between tokens is that edge."""
+    their KV pressure and (with ``mixed_us``) the mixed-batch fallback. The P99 mode leaves both
+    out: each runs steps up to the budget's edge (prefill first at low KV use gives decode fewer
+    SMs than the anchor; a mixed step takes what it may), and the P99 of the time between tokens
+    is that edge."""
     pressure = s.policy_kv_pressure if mode == "distserve" else None
     mixed = mixed_us if mode == "distserve" and s.policy_mixed_tokens else None
     return PrefillDecodePolicy(
