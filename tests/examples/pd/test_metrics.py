@@ -95,9 +95,9 @@ def test_percentile_interpolates_between_ranks():
 
 
 def test_goodput_interpolates_between_the_last_rate_meeting_the_target_and_the_next():
-    assert goodput([(2.0, 1.0), (4.0, 0.95), (6.0, 0.85)]) == Goodput(pytest.approx(5.0), "interpolated")
+    assert goodput([(2.0, 1.0), (4.0, 0.95), (6.0, 0.85)]) == Goodput(pytest.approx(5.0), "interpolated", (4.0, 6.0))
     # Order of the points does not matter; a dip below the target at a lower rate is noise.
-    assert goodput([(6.0, 0.5), (2.0, 0.88), (4.0, 0.9)]) == Goodput(4.0, "interpolated")
+    assert goodput([(6.0, 0.5), (2.0, 0.88), (4.0, 0.9)]) == Goodput(4.0, "interpolated", (4.0, 6.0))
     assert goodput([(2.0, 1.0), (4.0, 0.92)]) == Goodput(4.0, "highest measured")
     assert goodput([(2.0, 0.8), (4.0, 0.1)]) == Goodput(0.0, "none met")
     with pytest.raises(ValueError):
