@@ -12,7 +12,7 @@ from .checks import check
 from .options import DEFAULT_SCHEDULERS, SCHEDULERS, parser
 from .workload import WORKLOADS, Lengths
 
-__all__ = ["DEFAULT_COUNTS", "DEFAULT_SCHEDULERS", "MADE_BEFORE", "SCHEDULERS", "SPLITS", "Settings", "parse",
+__all__ = ["DEFAULT_COUNTS", "DEFAULT_SCHEDULERS", "SCHEDULERS", "SPLITS", "Settings", "older_defaults", "parse",
            "parser", "policy_modes", "policy_shares", "settings_dict", "settings_from", "with_earlier_shares"]
 
 DEFAULT_COUNTS = (0, 16, 24, 32, 48, 64, 96)  # and the device's SM count
@@ -175,7 +175,7 @@ def with_earlier_shares(s: Settings, earlier_settings: dict[str, Any]) -> Settin
 def settings_from(recorded: dict[str, Any], **changes: Any) -> Settings:
     """The settings a results file records (``settings_dict``), with ``changes``; settings added
     since the file was written take their defaults. A ValueError names what does not fit."""
-    defaults = {**settings_dict(parse(["--workload", recorded.get("workload", "today")])), **MADE_BEFORE}
+    defaults = older_defaults(recorded.get("workload", "today"))
     values = {**defaults, **{k: v for k, v in recorded.items() if k in defaults}, **changes}
     for name, field in Settings.__dataclass_fields__.items():
         value = values[name]
@@ -186,6 +186,12 @@ def settings_from(recorded: dict[str, Any], **changes: Any) -> Settings:
     if error:
         raise ValueError(f"the recorded settings do not hold: {error}")
     return settings
+
+
+def older_defaults(workload: str) -> dict[str, Any]:
+    """The settings (``settings_dict``) a results file of ``workload`` that lacks some of them
+    was made with: the defaults, or the values from before a default changed."""
+    return {**settings_dict(parse(["--workload", workload])), **MADE_BEFORE}
 
 
 def settings_dict(s: Settings) -> dict[str, Any]:

@@ -58,15 +58,22 @@ def plan_static(run: RunFn, scheduler: str, keys: Sequence[Hashable], order: str
                     "candidates": [c.label for c in chosen], "simulated_runs": len(sweep.runs)}
 
 
+def unknown_splits(splits: Sequence[int], known: Sequence[str]) -> str | None:
+    """What is wrong with ``--static-splits`` when the device gives the splits labelled
+    ``known`` (``label_of``), or None."""
+    unknown = [k for k in splits if label_of("static", k) not in known]
+    if not unknown:
+        return None
+    return f"--static-splits {','.join(map(str, unknown))}: not a split of this device; it gives {', '.join(known)}"
+
+
 def given_splits(splits: Sequence[int], order: str, plan: dict[str, Any]) -> tuple[list[Config], dict[str, Any]]:
     """The static splits of ``--static-splits`` to run instead of the candidates of ``plan``
     (:func:`plan_static`'s record, kept with them as ``given``). A ValueError names a split the
     planner did not consider (the device cannot give it)."""
-    known = plan.get("predicted_goodput", {})
-    unknown = [k for k in splits if label_of("static", k) not in known]
-    if unknown:
-        raise ValueError(f"--static-splits {','.join(map(str, unknown))}: not a split of this device; it gives "
-                         f"{', '.join(known)}")
+    error = unknown_splits(splits, list(plan.get("predicted_goodput", {})))
+    if error:
+        raise ValueError(error)
     configs = [Config("static", label_of("static", k), k, order) for k in splits]
     return configs, {**plan, "given": [c.label for c in configs]}
 

@@ -91,9 +91,10 @@ def schedulers(runs: Sequence[dict[str, Any]], seeds: Sequence[int],
                         close = close and g.between is not None and g.between[1] <= BRACKETED * g.between[0]
                 if per_seed:
                     values = [v["goodput"] for v in per_seed.values()]
+                    all_seeds = len(per_seed) == len(seeds)
                     configs[label] = {"seeds": per_seed, "mean": statistics.fmean(values),
-                                      "spread": max(values) - min(values), "all_seeds": len(per_seed) == len(seeds),
-                                      "bracketed": close and len(per_seed) == len(seeds)}
+                                      "spread": max(values) - min(values), "all_seeds": all_seeds,
+                                      "bracketed": close and all_seeds}
             if configs:
                 pick = picks.get(metric)
                 sure = [c for c in configs if configs[c]["bracketed"] or (c == pick and configs[c]["all_seeds"])]

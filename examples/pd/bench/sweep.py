@@ -19,6 +19,7 @@ from .candidates import layout_counts
 from .estimates import capacity, expected_run_s, rates_from, run_cap
 from .families import run_families
 from .metrics import slo_from_json, slo_json
+from .planner import label_of, unknown_splits
 from .report import dump, render
 from .traces import lengths_of, trace_for
 from .workload import describe
@@ -77,8 +78,7 @@ def load_resume(s: cli.Settings) -> dict[str, Any]:
                          "and runs)")
     mine = {k: v for k, v in cli.settings_dict(s).items() if k not in SAME_SETTINGS_EXCEPT}
     theirs = {k: v for k, v in earlier["settings"].items() if k not in SAME_SETTINGS_EXCEPT}
-    # Settings newer than the file: as it was made.
-    defaults = {**cli.settings_dict(cli.parse(["--workload", s.workload])), **cli.MADE_BEFORE}
+    defaults = cli.older_defaults(s.workload)  # of settings newer than the file
     differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k, defaults.get(k)))
     if differ:
         raise SystemExit(f"--resume {s.resume}: its settings differ in {', '.join(differ)}; run with the same ones")
@@ -187,10 +187,9 @@ def main(argv: list[str] | None = None, doc: str | None = None) -> int:
             say(f"the device cannot split off exactly {dropped} SMs: left out")
         if "static" in s.schedulers:
             static_counts = [k for k in available if MIN_STATIC_SMS <= k < total]
-            unknown = [k for k in s.static_splits or () if k not in static_counts]
-            if unknown:
-                print(f"--static-splits {','.join(map(str, unknown))}: not a split of this device; it gives "
-                      f"{', '.join(map(str, static_counts))} decode SMs", file=sys.stderr)
+            wrong = unknown_splits(s.static_splits or (), [label_of("static", k) for k in static_counts])
+            if wrong:
+                print(wrong, file=sys.stderr)
                 return 2
     engine = Engine(model, buckets)
     bench = Bench(s, engine, total, counts, static_counts)

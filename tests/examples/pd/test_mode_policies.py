@@ -105,7 +105,6 @@ def test_policy_guard_names_the_guarded_modes_and_older_files_resume_with_both_g
     assert len(kept["runs"]) == 1
 
 
-
 def test_a_family_cut_short_by_the_time_budget_keeps_its_modes_anchors(tmp_path):
     from examples.pd.bench import families
     from examples.pd.bench.search import OutOfTime
