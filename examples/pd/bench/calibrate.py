@@ -137,6 +137,22 @@ class Calibrator:
                             "loaded_us": self._timed(piece, lane.batch, reference, lane.latency)})
         return {"decode": decode, "prefill": prefill}
 
+    def beside_pieces(self, lane: Lane) -> list[dict[str, Any]]:
+        """Decode steps of rows of one length (8 and 32 rows and the largest bucket) beside
+        queued pieces of an eighth, a quarter and half a chunk: how much of the slowdown beside a
+        whole chunk a smaller piece causes."""
+        engine, m = self.engine, self.model
+        short, _ = decode_contexts(m.max_len)
+        out = []
+        for bucket in sorted({b for b in engine.buckets if b in (8, 32)} | {engine.buckets[-1]}):
+            lengths = (short,) * bucket
+            for tokens in sorted({max(1, self.chunk // d) for d in (8, 4, 2)} - {self.chunk}):
+                replay = self._replay(lane, lengths)
+                piece = engine.load_piece(tokens, self.piece_layers)
+                out.append({"bucket": bucket, "context_tokens": sum(lengths), "longest": short, "piece_tokens": tokens,
+                            "loaded_us": self._timed(replay, lane.latency, piece, lane.batch)})
+        return out
+
     def mixed(self, lane: Lane, budgets: Sequence[int]) -> list[dict[str, Any]]:
         """Chunked prefill's mixed iterations on ``lane``: one prompt part of several token
         buckets' sizes, from its prompt's start beside a few decoding requests and beside a full
@@ -224,6 +240,8 @@ def calibrate(engine: Engine, lanes: dict[str, tuple[Lane, dict[str, int]]], pla
     for i, (key, (lane, counts)) in enumerate(lanes.items()):
         say(f"calibration: lane {key} ({i + 1}/{len(lanes)}), {time.perf_counter() - began:.0f} s")
         measured[key] = {**counts, **calibrator.lane(lane)}
+        if lane is plain:  # no partition: how much a piece slows decode depends most on its size here
+            measured[key]["decode_beside_pieces"] = calibrator.beside_pieces(lane)
     say("calibration: chunked prefill's mixed iterations")
     mixed = calibrator.mixed(plain, budgets)
     host = calibrator.host(plain, switch)

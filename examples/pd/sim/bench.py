@@ -67,7 +67,8 @@ class SimBench:
         self.slo = Slo(ttft=s.ttft_slo_ms / 1e3 if s.ttft_slo_ms else s.ttft_slo_x * self.costs.prefill_s,
                        tpot=s.tpot_slo_ms / 1e3 if s.tpot_slo_ms else s.tpot_slo_x * self.costs.decode_step_s,
                        ttft_per_token=(s.ttft_slo_ms_per_token or 0.0) / 1e3)
-        self.lane_costs = {name: LaneCosts.fit(lane) for name, lane in calibration["lanes"].items()}
+        chunk = calibration["settings"]["chunk"]
+        self.lane_costs = {name: LaneCosts.fit(lane, chunk) for name, lane in calibration["lanes"].items()}
         self.aliases = dict(calibration.get("aliases", {}))
         plain = self.lane_costs.get(PLAIN)
         if plain is None:

@@ -65,6 +65,45 @@ class Linear:
         return cls(names, tuple(fit_nonnegative(rows)))
 
 
+@dataclasses.dataclass(frozen=True)
+class PieceShares:
+    """The share of a decode step's slowdown beside a whole chunk that a running piece of fewer
+    prompt tokens causes, interpolated between the measured sizes (the smallest's share below
+    them, all of it from a chunk up)."""
+
+    tokens: tuple[int, ...]
+    shares: tuple[float, ...]
+
+    def at(self, tokens: int) -> float:
+        xs, ys = self.tokens, self.shares
+        if tokens <= xs[0]:
+            return ys[0]
+        if tokens >= xs[-1]:
+            return ys[-1]
+        i = next(j for j, x in enumerate(xs) if x >= tokens)
+        return ys[i - 1] + (ys[i] - ys[i - 1]) * (tokens - xs[i - 1]) / (xs[i] - xs[i - 1])
+
+    @classmethod
+    def fit(cls, decode: Sequence[dict[str, Any]], beside: Sequence[dict[str, Any]], chunk: int) -> PieceShares | None:
+        """From a lane's decode points (idle and beside a chunk of ``chunk`` tokens) and its
+        steps beside smaller pieces (None when it has none)."""
+        points = {(p["bucket"], p["context_tokens"], p.get("longest")): p for p in decode}
+        by_tokens: dict[int, list[float]] = {}
+        for b in beside:
+            p = points.get((b["bucket"], b["context_tokens"], b.get("longest")))
+            if p is None or b["piece_tokens"] >= chunk:
+                continue
+            idle = statistics.median(p["idle_us"])
+            whole = statistics.median(p["loaded_us"]) - idle
+            if whole > 0:
+                share = (statistics.median(b["loaded_us"]) - idle) / whole
+                by_tokens.setdefault(b["piece_tokens"], []).append(min(1.0, max(0.0, share)))
+        if not by_tokens:
+            return None
+        tokens = sorted(by_tokens)
+        return cls((*tokens, chunk), (*(statistics.median(by_tokens[t]) for t in tokens), 1.0))
+
+
 DECODE_FEATURES = ("one", "rows", "kilo_tokens", "kilo_longest_rows")
 
 
@@ -91,6 +130,7 @@ class LaneCosts:
     prefill_loaded: Linear
     decode_spread: Spread
     prefill_spread: Spread
+    piece_shares: PieceShares | None = None  # decode beside pieces smaller than a chunk, where measured
 
     def decode_us(self, bucket: int, context_tokens: int, longest: int | None = None) -> tuple[float, float]:
         """A decode step of ``bucket`` rows holding ``context_tokens`` in all, its longest row
@@ -102,8 +142,15 @@ class LaneCosts:
         f = {"one": 1.0, "tokens": float(tokens), "mega_pairs": pairs / 1e6}
         return layers * self.prefill_idle.at(**f), layers * self.prefill_loaded.at(**f)
 
+    def loaded_share(self, piece_tokens: int | None) -> float:
+        """The share of the slowdown beside a whole chunk that a decode step takes beside a
+        running piece of ``piece_tokens`` (None: unknown, all of it)."""
+        return 1.0 if self.piece_shares is None or piece_tokens is None else self.piece_shares.at(piece_tokens)
+
     @classmethod
-    def fit(cls, lane: dict[str, Any]) -> LaneCosts:
+    def fit(cls, lane: dict[str, Any], chunk: int | None = None) -> LaneCosts:
+        """``chunk``: the prompt tokens of the piece the loaded figures were timed beside (None:
+        a decode step's slowdown is taken as that beside a chunk, whatever the piece)."""
         decode, prefill = lane["decode"], lane["prefill"]
 
         # Only rows of uneven lengths tell the longest row's share of a step from the total's.
@@ -122,7 +169,8 @@ class LaneCosts:
         return cls(lane["latency_sms"], lane["batch_sms"], lane["shared_sms"], decode_fit("idle_us"),
                    decode_fit("loaded_us"), prefill_fit("idle_us"), prefill_fit("loaded_us"),
                    Spread.of([p[s] for p in decode for s in ("idle_us", "loaded_us")]),
-                   Spread.of([p[s] for p in prefill for s in ("idle_us", "loaded_us")]))
+                   Spread.of([p[s] for p in prefill for s in ("idle_us", "loaded_us")]),
+                   PieceShares.fit(decode, lane.get("decode_beside_pieces", ()), chunk) if chunk else None)
 
 
 @dataclasses.dataclass(frozen=True)

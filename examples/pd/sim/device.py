@@ -59,11 +59,13 @@ class Work:
     """One launch on a role: its durations alone and beside the other role, when its launch is
     done on the host, and the work it waits for (prefill ends a decode step joins)."""
 
-    __slots__ = ("role", "idle_s", "loaded_s", "ready_at", "deps", "start", "end", "progress")
+    __slots__ = ("role", "idle_s", "loaded_s", "ready_at", "deps", "start", "end", "progress", "tokens", "costs")
 
     def __init__(self, role: str, idle_s: float, loaded_s: float, ready_at: float, deps: Sequence[Work]) -> None:
         self.role, self.idle_s, self.loaded_s, self.ready_at = role, max(idle_s, 1e-7), max(loaded_s, 1e-7), ready_at
         self.deps = [d for d in deps if d is not None]
+        self.tokens: int | None = None  # a prefill piece's prompt tokens
+        self.costs: LaneCosts | None = None  # a decode step's lane, whose slowdown may depend on the piece beside it
         self.start: float | None = None
         self.end: float | None = None
         self.progress = 0.0
@@ -127,6 +129,7 @@ class SimDevice:
         draw = costs.decode_spread.draw(self.rng)
         work = self._submit("latency", idle * draw, loaded * draw, self.host_us["decode_launch_us"],
                             [m.work for m in joining])
+        work.costs = costs
         self._record(work, "decode", lane, rows=len(rows), bucket=bucket, context=context - (bucket - len(rows)),
                      longest=longest)
         if after is not None:
@@ -142,6 +145,7 @@ class SimDevice:
         draw = costs.prefill_spread.draw(self.rng)
         self.launched["prefill"] += 1
         work = self._submit("batch", idle * draw, loaded * draw, self.host_us["piece_launch_us"], ())
+        work.tokens = piece.batch.tokens
         self._record(work, "prefill", lane, tokens=piece.batch.tokens, prompts=len(parts), pairs=pairs,
                      layers=piece.last_layer - piece.first_layer)
         return SimPending(self, work)
@@ -229,7 +233,7 @@ class SimDevice:
         running = [w for w in heads if w.start is not None]
         starts = [at for w in heads if w.start is None and (at := w.startable_at(self.t)) is not None]
         both = len(running) == 2
-        rates = [1.0 / (w.loaded_s if both else w.idle_s) for w in running]
+        rates = [1.0 / (_loaded_s(w, running) if both else w.idle_s) for w in running]
         finishes = [self.t + (1.0 - w.progress) / rate for w, rate in zip(running, rates)]
         if not finishes and not starts:
             return None
@@ -250,3 +254,12 @@ class SimDevice:
         while any(self.queues.values()) and self._advance_once(math.inf) is not None:
             pass
         self.drained = True
+
+
+def _loaded_s(work: Work, running: Sequence[Work]) -> float:
+    """How long ``work`` takes beside the other role's running work: a decode step beside a
+    piece smaller than a chunk takes the share of its slowdown its lane measured for that size."""
+    if work.costs is None:
+        return work.loaded_s
+    other = running[0] if running[1] is work else running[1]
+    return work.idle_s + (work.loaded_s - work.idle_s) * work.costs.loaded_share(other.tokens)

@@ -99,3 +99,35 @@ def test_a_deep_mixed_timing_with_nothing_to_compare_with_is_refused() -> None:
     entries = [mixed_entry(256, 8, 0, 12_000.0), mixed_entry(256, 81, 3456, 15_000.0)]
     with pytest.raises(CalibrationError, match="deep in a prompt"):
         MixedCosts.fit(entries, per_mega_pair_us=1.0)
+
+
+def test_a_decode_step_beside_a_smaller_piece_takes_the_share_of_the_slowdown_measured_for_its_size() -> None:
+    lane = lane_of([(1024,) * 8, (1024,) * 32], per_longest=0.0)  # loaded: 1.2x idle beside a chunk
+    idle = {p["bucket"]: p["idle_us"][0] for p in lane["decode"]}
+    lane["decode_beside_pieces"] = [
+        {"bucket": b, "context_tokens": 1024 * b, "longest": 1024, "piece_tokens": tokens,
+         "loaded_us": [idle[b] * (1 + 0.2 * share)] * 3}
+        for b in (8, 32) for tokens, share in ((256, 0.25), (512, 0.5), (1024, 0.6))]
+    costs = LaneCosts.fit(lane, chunk=2048)
+    assert costs.piece_shares is not None
+    assert costs.piece_shares.tokens == (256, 512, 1024, 2048)
+    assert costs.piece_shares.shares == pytest.approx((0.25, 0.5, 0.6, 1.0))
+    assert costs.loaded_share(128) == pytest.approx(0.25)  # below the smallest measured: its share
+    assert costs.loaded_share(768) == pytest.approx(0.55)
+    assert costs.loaded_share(1536) == pytest.approx(0.8)
+    assert costs.loaded_share(4096) == 1.0 and costs.loaded_share(None) == 1.0
+    assert LaneCosts.fit(lane).loaded_share(256) == 1.0  # the chunk unknown: the whole slowdown
+    del lane["decode_beside_pieces"]
+    assert LaneCosts.fit(lane, chunk=2048).piece_shares is None
+
+
+def test_piece_shares_ignore_points_they_cannot_compare_and_stay_between_none_and_all() -> None:
+    lane = lane_of([(1024,) * 8], per_longest=0.0)
+    idle = lane["decode"][0]["idle_us"][0]
+    lane["decode_beside_pieces"] = [
+        {"bucket": 8, "context_tokens": 8192, "longest": 1024, "piece_tokens": 256, "loaded_us": [idle * 0.9] * 3},
+        {"bucket": 8, "context_tokens": 8192, "longest": 1024, "piece_tokens": 512, "loaded_us": [idle * 1.5] * 3},
+        {"bucket": 16, "context_tokens": 8192, "longest": 512, "piece_tokens": 1024, "loaded_us": [idle] * 3},
+        {"bucket": 8, "context_tokens": 8192, "longest": 1024, "piece_tokens": 2048, "loaded_us": [idle] * 3}]
+    shares = LaneCosts.fit(lane, chunk=2048).piece_shares
+    assert shares is not None and shares.tokens == (256, 512, 2048) and shares.shares == (0.0, 1.0, 1.0)

@@ -5,6 +5,7 @@ decision. No GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -108,3 +109,21 @@ def test_drained_devices_answer_done_and_a_marker_of_no_work_is_ready():
     dev.drain()
     assert marker.ready() and work.end == pytest.approx(5e-3)
     assert math.isfinite(work.end)
+
+
+def test_a_decode_step_beside_a_small_piece_takes_the_share_of_its_lane_measured_for_that_size():
+    from examples.pd.sim.costs import PieceShares
+
+    dev = device()
+    costs = dataclasses.replace(lane_costs(), piece_shares=PieceShares((512, 2048), (0.5, 1.0)))
+    decode = submit(dev, "latency", 1000, 3000)  # 1 ms alone, 3 ms beside a chunk
+    decode.costs = costs
+    piece = submit(dev, "batch", 10_000, 10_000)
+    piece.tokens = 512  # half the slowdown: 2 ms beside it
+    dev.advance(1.0)
+    assert decode.end == pytest.approx(2e-3)
+    whole = device()
+    decode, piece = submit(whole, "latency", 1000, 3000), submit(whole, "batch", 10_000, 10_000)
+    decode.costs, piece.tokens = costs, 2048
+    whole.advance(1.0)
+    assert decode.end == pytest.approx(3e-3)
