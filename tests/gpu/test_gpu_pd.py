@@ -143,6 +143,13 @@ def test_quick_run_writes_results(tmp_path):
     for metric in ("distserve", "p99"):
         assert (out / f"goodput-{metric}.png").stat().st_size > 1000
     assert (out / "layout-profile.json").exists() and (out / "profile.json").exists()
+    calibration = json.loads((out / "calibration.json").read_text())
+    chunk = calibration["settings"]["chunk"]
+    beside = calibration["lanes"]["plain streams"]["decode_beside_pieces"]
+    assert {b["piece_tokens"] for b in beside} == {chunk // 8, chunk // 4, chunk // 2}
+    assert all(len(b["loaded_us"]) == calibration["samples"] and min(b["loaded_us"]) > 0 for b in beside)
+    assert all("decode_beside_pieces" not in lane for name, lane in calibration["lanes"].items()
+               if name != "plain streams")
     assert results["model"]["chunked_mixed_iterations"] == "CUDA graphs per token bucket"
     chunked = [r["summary"]["mixed_iterations"] for r in measured if r["scheduler"] == "chunked"]
     assert chunked and sum(c["graphed"] for c in chunked) > 0 and all(c["eager"] == 0 for c in chunked)
