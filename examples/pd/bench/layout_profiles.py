@@ -51,3 +51,18 @@ def covering(profile: LayoutProfile, calibration: dict[str, Any], keys: Sequence
     """``profile`` with figures for those of ``keys`` it lacks, from the calibration."""
     missing = [k for k in keys if k not in profile.measured]
     return profile if not missing else merged(profile, from_calibration(calibration, missing, prefix))
+
+
+def lacking(profile: LayoutProfile, keys: Sequence[LayoutKey], path: str) -> str | None:
+    """What is wrong with the layout profile read from ``path`` for policies choosing among
+    ``keys`` (None: it has figures for every one)."""
+    missing = [k for k in keys if k not in profile.measured]
+    if not missing:
+        return None
+    return (f"--layout-profile {path} has no figures for the layouts {[key_label(k) for k in missing]} the policies "
+            f"choose among (it measured {[_label(k) for k in profile.keys]}): leave out --layout-profile to "
+            "measure one on this GPU (about a minute), or give one measured with these --layout-counts and --overlapped")
+
+
+def _label(key: Hashable) -> str:
+    return key_label(key) if isinstance(key, (int, tuple)) else str(key)

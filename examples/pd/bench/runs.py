@@ -33,7 +33,7 @@ from . import calibration, cli
 from ..sim.bench import SimBench
 from ..sim.calibration import load_calibration
 from .calibrate import calibrate
-from .layout_profiles import covering, merged
+from .layout_profiles import covering, lacking, merged
 from .planner import label_of
 from .policies import anchor_for, mixed_step_us, mode_policy, share_policy
 from .estimates import run_cap
@@ -109,6 +109,11 @@ class Bench:
         if s.layout_profile:
             with open(s.layout_profile) as f:
                 self.profile = sizing.LayoutProfile.from_json(f.read())
+            used = [self.policy_layouts(name).keys for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped))
+                    if made is not None and name in s.schedulers]
+            problem = lacking(self.profile, [k for keys in used for k in keys], s.layout_profile)
+            if problem:
+                raise SystemExit(problem)
         else:
             points = profile_points(s, self.engine.buckets[-1])
             load = self.engine.load_piece(s.chunk, s.piece_layers)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from examples.pd.bench import cli
-from examples.pd.bench.layout_profiles import covering, from_calibration
+from examples.pd.bench.layout_profiles import covering, from_calibration, lacking
 from examples.pd.bench.search import Config
 from examples.pd.sim.bench import SimBench
 from examples.pd.sim.calibration import CalibrationError
@@ -52,6 +52,15 @@ def test_covering_adds_only_the_layouts_the_profile_lacks_and_names_a_missing_la
         covering(profile, calibration, [56])
     with pytest.raises(CalibrationError, match="no lane for layout 'o8/8'"):
         covering(profile, calibration, [(8, 8)], "o")
+
+
+def test_a_given_layout_profile_lacking_a_layout_the_policies_choose_among_is_named_before_any_run():
+    profile = layout_profile()
+    assert lacking(profile, [0, 16, (16, 64)], "p.json") is None
+    problem = lacking(profile, [0, 16, (48, 48), 40], "p.json")
+    assert problem is not None and problem.startswith("--layout-profile p.json has no figures for the layouts "
+                                                      "['48/48', '40']")
+    assert "'16/64'" in problem and "leave out --layout-profile" in problem
 
 
 def test_a_modes_anchor_outside_the_layout_counts_joins_the_policys_layouts():
