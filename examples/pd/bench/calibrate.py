@@ -146,8 +146,8 @@ class Calibrator:
         out = []
         for bucket in sorted({b for b in engine.buckets if b in (8, 32)} | {engine.buckets[-1]}):
             lengths = (short,) * bucket
+            replay = self._replay(lane, lengths)
             for tokens in sorted({max(1, self.chunk // d) for d in (8, 4, 2)} - {self.chunk}):
-                replay = self._replay(lane, lengths)
                 piece = engine.load_piece(tokens, self.piece_layers)
                 out.append({"bucket": bucket, "context_tokens": sum(lengths), "longest": short, "piece_tokens": tokens,
                             "loaded_us": self._timed(replay, lane.latency, piece, lane.batch)})

@@ -102,32 +102,30 @@ class Bench:
         """Measure (or read) the layout profile and make the policies; returns what the results
         file records of it."""
         s = self.s
-        parts = [self.policy_layouts(name) for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped))
-                 if made is not None]
-        if not parts:
+        made = [name for name, layouts in (("pd", self.disjoint), ("pd-overlap", self.overlapped)) if layouts is not None]
+        if not made:
             return {}
+        policies = [name for name in made if name in s.schedulers]
         if s.layout_profile:
             with open(s.layout_profile) as f:
                 self.profile = sizing.LayoutProfile.from_json(f.read())
-            used = [self.policy_layouts(name).keys for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped))
-                    if made is not None and name in s.schedulers]
-            problem = lacking(self.profile, [k for keys in used for k in keys], s.layout_profile)
+            problem = lacking(self.profile, [k for name in policies for k in self.policy_layouts(name).keys],
+                              s.layout_profile)
             if problem:
                 raise SystemExit(problem)
         else:
             points = profile_points(s, self.engine.buckets[-1])
             load = self.engine.load_piece(s.chunk, s.piece_layers)
-            profiles = [sizing.profile_layouts(calibration.layout_steps(self.engine), points, layouts, load=load,
-                                               rounds=s.profile_rounds, samples=s.profile_samples, graph=True,
-                                               progress=not s.quiet, seed=s.seeds[0]) for layouts in parts]
+            profiles = [sizing.profile_layouts(calibration.layout_steps(self.engine), points, self.policy_layouts(name),
+                                               load=load, rounds=s.profile_rounds, samples=s.profile_samples, graph=True,
+                                               progress=not s.quiet, seed=s.seeds[0]) for name in made]
             self.profile = profiles[0] if len(profiles) == 1 else merged(*profiles)
         with open(os.path.join(s.out, "layout-profile.json"), "w") as f:
             f.write(self.profile.to_json())
         print(self.profile.table())
-        for name, made in (("pd", self.disjoint), ("pd-overlap", self.overlapped)):
-            if made is not None and name in s.schedulers:
-                for _, share in cli.policy_shares(s):
-                    self.pd[name, share] = share_policy(self.profile, self.policy_layouts(name), self.slo, s, share)
+        for name in policies:
+            for _, share in cli.policy_shares(s):
+                self.pd[name, share] = share_policy(self.profile, self.policy_layouts(name), self.slo, s, share)
         return {"layout_profile": {"keys": [str(k) for k in self.profile.keys],
                                    "seconds": self.profile.settings.get("seconds")}}
 
