@@ -13,14 +13,18 @@ source benchmarks/campaigns/wheel_env.sh
 campaign_log calibrate-points
 enter_wheel_tree "$wheel" || exit 1
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+overlapped=
 case "$gpu" in
   *H200*) sweep=2026-12-04-h200-pd-sweep ;;
-  *H100*) sweep=2026-12-05-h100-pd-sweep ;;
+  *H100*) sweep=2026-12-05-h100-pd-sweep overlapped=2026-12-07-h100-calibration ;;
   *) stamp "no committed sweep of $gpu"; exit 1 ;;
 esac
 status=0
 for point in "$@"; do
   profile=benchmarks/results/$sweep/$point-32-layers-layout-profile.json
+  # the H100 sweep's profiles predate the overlapped layouts that a calibration times
+  [ -n "$overlapped" ] && [ -f "benchmarks/results/$overlapped/$point-32-layers-layout-profile.json" ] &&
+    profile=benchmarks/results/$overlapped/$point-32-layers-layout-profile.json
   [ -f "$profile" ] && [ -f "benchmarks/results/$sweep/$point-32-layers-sweep.log" ] || { stamp "no committed $point point in $sweep"; status=1; continue; }
   slots=$(sed -n 's/.*KV cache .*(\([0-9]*\) slots.*/\1/p' "benchmarks/results/$sweep/$point-32-layers-sweep.log" | head -n 1)
   timeout "${POINT_SECONDS:-280}" python3 -m examples.pd --calibrate-only --layers 32 --workload "$point" \

@@ -47,7 +47,7 @@ if [ "$left" -gt 60 ] && [ "$left" -lt "${CALIBRATE_SECONDS:-0}" ]; then  # a ca
 elif [ "$left" -gt 60 ]; then
   case "$gpu" in
     *H200*) point=today; sweep=2026-12-04-h200-pd-sweep; slots=82 ;;
-    *H100*) point=chat; sweep=2026-12-05-h100-pd-sweep; slots=96 ;;
+    *H100*) point=chat; sweep=2026-12-07-h100-calibration; slots=96 ;;  # its profile has the overlapped layouts
     *) point= ;;
   esac
   if [ -n "$point" ]; then
