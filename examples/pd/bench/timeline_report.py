@@ -2,9 +2,11 @@
 timeline (``--trace-runs``) against the simulator's costs. For every decode step, prefill piece
 and mixed iteration the GPU ran, the share of its time the other role also ran, and the duration
 the calibration's costs give that work at that share (alone at its idle speed, beside the other
-role at its loaded speed); the ratio of the measured to the modelled duration, by kind and by
-share, and for decode steps by graph bucket and by how uneven their rows are (the longest row
-over the mean row; timelines record the longest row since 2026-12-07). No GPU needed."""
+role at its loaded speed; a decode step beside a piece smaller than a chunk takes the share of
+the slowdown its lane measured for that size, as in the simulator); the ratio of the measured to
+the modelled duration, by kind and by share, and for decode steps by graph bucket and by how
+uneven their rows are (the longest row over the mean row; timelines record the longest row since
+2026-12-07). No GPU needed."""
 
 from __future__ import annotations
 
@@ -19,18 +21,21 @@ from ..sim.calibration import CalibrationError, load_calibration
 from ..sim.costs import LaneCosts, MixedCosts
 
 
+def overlaps(work: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], float]]:
+    """Each work of ``others`` (one role's, sorted by start) that ran beside ``work``, with the
+    share of ``work``'s time it did."""
+    start, end = work["start_ms"], work["end_ms"]
+    beside = []
+    for other in others:
+        a, b = max(start, other["start_ms"]), min(end, other["end_ms"])
+        if b > a:
+            beside.append((other, (b - a) / (end - start)))
+    return beside
+
+
 def overlap_share(work: dict[str, Any], others: Sequence[dict[str, Any]]) -> float:
     """The share of ``work``'s time during which some work of ``others`` ran."""
-    start, end = work["start_ms"], work["end_ms"]
-    covered, cursor = 0.0, start
-    for other in others:  # sorted by start
-        if other["end_ms"] <= cursor or other["start_ms"] >= end:
-            continue
-        a, b = max(cursor, other["start_ms"]), min(end, other["end_ms"])
-        if b > a:
-            covered += b - a
-            cursor = b
-    return covered / (end - start) if end > start else 0.0
+    return sum(share for _, share in overlaps(work, others))
 
 
 def modelled_ms(idle_us: float, loaded_us: float, share: float) -> float:
@@ -39,8 +44,20 @@ def modelled_ms(idle_us: float, loaded_us: float, share: float) -> float:
     return 1e-3 / ((1 - share) / idle_us + share / loaded_us)
 
 
+def decode_modelled_ms(costs: LaneCosts, idle_us: float, loaded_us: float,
+                       beside: Sequence[tuple[dict[str, Any], float]]) -> float:
+    """A decode step's duration beside the pieces ``beside`` (each with its share of the step's
+    time): beside each, the share of the whole chunk's slowdown its lane measured for its size,
+    as the simulator prices it."""
+    rate = (1 - sum(share for _, share in beside)) / idle_us
+    for piece, share in beside:
+        rate += share / (idle_us + (loaded_us - idle_us) * costs.loaded_share(piece.get("tokens")))
+    return 1e-3 / rate
+
+
 def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[str, Any]]:
-    lanes = {name: LaneCosts.fit(lane) for name, lane in calibration["lanes"].items()}
+    chunk = calibration["settings"].get("chunk")
+    lanes = {name: LaneCosts.fit(lane, chunk) for name, lane in calibration["lanes"].items()}
     aliases = calibration.get("aliases", {})
     mixed = MixedCosts.of(calibration)
     budget = timeline.get("param") if timeline["scheduler"] == "chunked" else None
@@ -49,21 +66,23 @@ def compare(timeline: dict[str, Any], calibration: dict[str, Any]) -> list[dict[
     by_role = {role: [w for w in works if w["role"] == role] for role in ("latency", "batch")}
     rows = []
     for w in works:
-        other = by_role["batch" if w["role"] == "latency" else "latency"]
-        share = overlap_share(w, other)
+        beside = overlaps(w, by_role["batch" if w["role"] == "latency" else "latency"])
+        share = sum(s for _, s in beside)
         costs = lanes[aliases.get(w["lane"], w["lane"])]
         if w["kind"] == "decode":
             idle, loaded = costs.decode_us(w["bucket"], w["context"] + w["bucket"] - w["rows"], w.get("longest"))
+            modelled = decode_modelled_ms(costs, idle, loaded, beside)
         elif w["kind"] == "prefill":
             idle, loaded = costs.prefill_us(w["tokens"], w["pairs"], w["layers"])
+            modelled = modelled_ms(idle, loaded, share)
         else:
             if mixed is None:
                 continue
             tokens = next((t for t in buckets if t >= w["tokens"]), w["tokens"])
-            idle = loaded = mixed.us(tokens, w["context"], w["pairs"])
+            modelled = mixed.us(tokens, w["context"], w["pairs"]) * 1e-3
         measured = w["end_ms"] - w["start_ms"]
         rows.append({"kind": w["kind"], "lane": w["lane"], "share": share, "measured_ms": measured,
-                     "modelled_ms": modelled_ms(idle, loaded, share), "ratio": measured / modelled_ms(idle, loaded, share),
+                     "modelled_ms": modelled, "ratio": measured / modelled,
                      "bucket": w.get("bucket"), "unevenness": unevenness(w)})
     return rows
 

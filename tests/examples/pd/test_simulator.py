@@ -148,3 +148,30 @@ def test_a_simulated_timeline_matches_the_costs_it_was_drawn_from(bench):
     older = [{k: v for k, v in w.items() if k != "longest"} for w in timeline["works"]]
     assert "longest row" not in report(compare({**timeline, "works": older}, calibration_data.calibration()))
     bench.record_timelines = False
+
+
+def test_the_timeline_report_prices_decode_beside_a_small_piece_as_the_simulator_does():
+    """With plain streams' decode timed beside a quarter chunk (a third of the whole chunk's
+    slowdown), the simulator's own plain-streams timeline still matches the report's model work
+    for work; priced at the whole chunk's slowdown, steps beside small pieces would not."""
+    from examples.pd.bench.timeline_report import compare
+
+    calibration = calibration_data.calibration()
+    chunk = calibration["settings"]["chunk"]
+    lane = calibration["lanes"]["plain streams"]
+    lane["decode_beside_pieces"] = [
+        {"bucket": p["bucket"], "context_tokens": p["context_tokens"], "longest": p.get("longest"),
+         "piece_tokens": chunk // 4,
+         "loaded_us": [i + (l - i) / 3 for i, l in zip(p["idle_us"], p["loaded_us"])]} for p in lane["decode"]]
+    s = cli.parse(ARGS + ["--requests", "60", "--arrival-s", "4"])
+    pieces = SimBench(s, calibration, layout_profile())
+    pieces.record_timelines = True
+    pieces.run(CONFIGS[1], 1, 20.0)
+    timeline = {"scheduler": "streams", "config": "", "param": None, "seed": 1, "rate": 20.0,
+                "works": pieces.last_device.timeline()}
+    spread = calibration_data.SPREAD
+    beside_small = [r for r in compare(timeline, calibration) if r["kind"] == "decode" and r["share"] > 0.5]
+    assert beside_small and all(min(spread) - 0.02 <= r["ratio"] <= max(spread) + 0.02 for r in beside_small)
+    del calibration["lanes"]["plain streams"]["decode_beside_pieces"]
+    whole = [r for r in compare(timeline, calibration) if r["kind"] == "decode" and r["share"] > 0.5]
+    assert min(r["ratio"] for r in whole) < min(spread) - 0.02  # too slow a model: the measured steps look fast
