@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any, Hashable, Sequence
 
-from . import _layout_args, _layout_build, _pd_choice, _pd_options, _validation
+from . import _layout_args, _layout_build, _pd_choice, _pd_options, _pd_pause, _validation
 from ._pd_options import MixedStepUs as _MixedStepUs
 from ._sizing import _corrections, _guard, _sizing_result, _step_timer
 from ._sizing._step_costs import LayoutProfile
@@ -76,6 +76,15 @@ class PrefillDecodePolicy:
     - ``dwell_steps``: steps on a layout before moving to one with fewer decode SMs.
     - ``kv_pressure=(high, low)``: with ``kv_used`` (the share of the KV cache in use) at
       ``high`` or more, decode first (the fastest layout); at ``low`` or less, the budget rule.
+    - ``pause_slack_us`` (``mode="p99"`` only): while a waiting prompt's TTFT slack is below it
+      and prompt tokens wait, :meth:`step` sets :attr:`paused`, returns the layout with the most
+      batch SMs and the caller launches no decode step, only prefill, and calls :meth:`step`
+      again at its next decision. A pause costs each request decoding through it one long gap
+      between tokens, whatever its length; it starts only while ``pause_gap_share`` of a window
+      of ``pause_window_gaps`` token gaps, less the long gaps spent (fading as gaps go by), pays
+      a gap for each request decoding, and ends when no prompt is short of slack or a request
+      joining could not be paid for. The P99 of the time between tokens lets 1% of gaps exceed
+      the TPOT SLO; bursts of prompts get every SM out of that tail.
     - ``mixed_step_us(batch, context_tokens, prompt_tokens)``: when every waiting prompt token
       fits ``mixed_tokens`` and such a mixed step (decode and prefill in one pass) fits the
       budget on the layout with the most decode SMs, :meth:`step` returns that layout and
@@ -95,7 +104,8 @@ class PrefillDecodePolicy:
                  mode: str = "distserve", anchor: _layout_build.LayoutKey | None = None, guard: bool | None = None,
                  guard_classes: Sequence[int] = (0, 2048), guard_half_life_steps: int = 4096, dwell_steps: int = 0,
                  kv_pressure: tuple[float, float] | None = None, mixed_step_us: _MixedStepUs | None = None,
-                 mixed_tokens: int = 256) -> None:
+                 mixed_tokens: int = 256, pause_slack_us: float | None = None, pause_gap_share: float = 0.005,
+                 pause_window_gaps: int = 10_000) -> None:
         if not isinstance(profile, LayoutProfile):
             raise TypeError(f"profile must be a LayoutProfile (sizing.profile_layouts), got {type(profile).__name__}")
         _validation.check_has("layouts", layouts, "a Layouts (torch_green_contexts.layouts.Layouts)",
@@ -136,6 +146,12 @@ class PrefillDecodePolicy:
                                          guard_half_life_steps, dwell_steps, kv_pressure, mixed_step_us, mixed_tokens,
                                          keys)
         self._legacy = self._options.legacy
+        if pause_slack_us is not None and self._options.mode != "p99":
+            raise ValueError(f"pause_slack_us needs mode='p99' (a pause breaks the mean TPOT of every request "
+                             f"decoding through it), got mode={mode!r}")
+        self._pause = None if pause_slack_us is None else _pd_pause.TailPause(pause_slack_us, pause_gap_share,
+                                                                               pause_window_gaps)
+        self.paused = False  # the last step pauses decode: launch none, prefill on its layout
         self._guard = _guard.ContentionGuard(((k, self._layouts[k].sm_count, self._is_split(k)) for k in keys),
                                              self._options.guard_classes,
                                              half_life_steps=self._options.guard_half_life_steps)
@@ -157,6 +173,13 @@ class PrefillDecodePolicy:
         _validation.check_decode_point(batch, context_tokens)
         _validation.check_non_negative("prefill_tokens", prefill_tokens, "the waiting prompt tokens")
         kv_used = _pd_options.check_kv_used(kv_used)
+        self.paused = self._pause is not None and self._pause.decide(batch, prefill_tokens, ttft_slack_us)
+        if self.paused:
+            self.mixed_tokens = 0
+            self._since_switch = self._since_switch + 1 if self._most_prefill == self._current else 0
+            self._current = self._most_prefill
+            paused_on: Layout = self.layouts.switch(self._most_prefill, ordering=self._ordering)
+            return paused_on
         self._steps += 1
         self._corrections.tick()
         self._guard.tick()
@@ -316,7 +339,7 @@ class PrefillDecodePolicy:
         return {"steps": self._steps, "chosen": dict(self._chosen), "observed": self._corrections.observed(),
                 "corrections": {k: self._corrections.factor(k) for k in self._layouts},
                 "guard": self._guard.table() if self.options.guard else None, "mixed_steps": self._mixed_steps,
-                "pending": len(self._timer.pending)}
+                "pending": len(self._timer.pending), "pause": None if self._pause is None else self._pause.stats()}
 
     def __repr__(self) -> str:
         return (f"PrefillDecodePolicy(tpot_slo_us={self.tpot_slo_us:g}, percentile={self._percentile}, "

@@ -64,6 +64,10 @@ def check(s: cli.Settings) -> str | None:
     pressure = s.policy_kv_pressure
     if pressure is not None and not (len(pressure) == 2 and 0 <= pressure[1] < pressure[0] <= 1):
         return f"--policy-kv-pressure must be high,low with 0 <= low < high <= 1, got {','.join(map(str, pressure))}"
+    pause = s.policy_pause
+    if pause is not None and not (len(pause) in (1, 2) and pause[0] > 0 and (len(pause) == 1 or 0 < pause[1] < 0.01)):
+        return (f"--policy-pause must be SLACK_MS[,GAP_SHARE] with SLACK_MS above 0 and GAP_SHARE above 0 and below "
+                f"0.01, got {','.join(map(str, pause))}")
     if not 0 <= s.slack_share <= 1:
         return f"--slack-share must be between 0 and 1, got {s.slack_share}"
     if any(not 0 <= v <= 1 for v in s.more_slack_shares):

@@ -65,6 +65,7 @@ class Settings:
     policy_dwell: int
     policy_kv_pressure: tuple[float, ...] | None
     policy_mixed_tokens: int
+    policy_pause: tuple[float, ...] | None
     chunk: int
     piece_layers: int
     prefill_depth: int

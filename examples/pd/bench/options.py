@@ -109,6 +109,10 @@ def parser(doc: str | None = None, prog: str = "python -m examples.pd") -> argpa
         "decode fewer SMs (default 16)")
     add("--policy-kv-pressure", type=_list(float, "two shares, high,low"), default=(0.85, 0.3),
         help="the KV shares in use above which decode goes first and below which prefill does (default 0.85,0.3)")
+    add("--policy-pause", type=_list(float, "SLACK_MS[,GAP_SHARE]"), default=None,
+        help="the P99 mode pauses decode while a waiting prompt has less than SLACK_MS of TTFT slack, paid for out of "
+        "GAP_SHARE of the token gaps (PrefillDecodePolicy's pause_slack_us, pause_gap_share; default share 0.005) "
+        "(default: no pause)")
     add("--policy-mixed-tokens", type=int, default=256, help="most waiting prompt tokens those configurations run as "
         "one mixed batch on the whole device when it fits the TPOT SLO; 0: never (default 256)")
     add("--chunk", type=int, default=2048, help="prefill batch, tokens, of the overlapping schedulers (default 2048)")

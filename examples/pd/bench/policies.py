@@ -62,11 +62,17 @@ def mode_policy(profile: LayoutProfile, layouts: LayoutSet, slo: Slo, s: cli.Set
     their KV pressure and (with ``mixed_us``) the mixed-batch fallback. The P99 mode leaves both
     out: each runs steps up to the budget's edge (prefill first at low KV use gives decode fewer
     SMs than the anchor; a mixed step takes what it may), and the P99 of the time between tokens
-    is that edge."""
+    is that edge. The P99 mode pauses decode for late prompts where the settings' ``policy_pause`` says."""
     pressure = s.policy_kv_pressure if mode == "distserve" else None
     mixed = mixed_us if mode == "distserve" and s.policy_mixed_tokens else None
+    pause = s.policy_pause if mode == "p99" else None
+    pausing: dict[str, Any] = {}
+    if pause:
+        pausing["pause_slack_us"] = pause[0] * 1e3
+        if len(pause) > 1:
+            pausing["pause_gap_share"] = pause[1]
     return PrefillDecodePolicy(
         profile, layouts, tpot_slo_us=slo.tpot * 1e6, headroom=s.policy_headroom, slack_share=s.slack_share,
         mode=mode, anchor=anchor, guard=mode in s.policy_guard, dwell_steps=s.policy_dwell,
         kv_pressure=(pressure[0], pressure[1]) if pressure else None,
-        mixed_step_us=mixed, mixed_tokens=max(1, s.policy_mixed_tokens), timer=timer)
+        mixed_step_us=mixed, mixed_tokens=max(1, s.policy_mixed_tokens), timer=timer, **pausing)

@@ -103,6 +103,7 @@ class Lanes(Protocol):
     def launched(self) -> None: ...
     def marker(self, lane: Lane) -> Marker: ...
     def mixed_tokens(self) -> int: ...
+    def paused(self) -> bool: ...
 
 
 class PlainLanes:
@@ -128,6 +129,9 @@ class PlainLanes:
 
     def mixed_tokens(self) -> int:
         return 0
+
+    def paused(self) -> bool:
+        return False
 
 
 class StaticLanes:
@@ -156,6 +160,9 @@ class StaticLanes:
 
     def mixed_tokens(self) -> int:
         return 0
+
+    def paused(self) -> bool:
+        return False
 
 
 def _finite_us(seconds: float) -> float:
@@ -198,6 +205,10 @@ class PolicyLanes:
         fallback; 0 for a policy without one)."""
         return int(getattr(self.policy, "mixed_tokens", 0))
 
+    def paused(self) -> bool:
+        """The policy's last step pauses decode (its pause; False for a policy without one)."""
+        return bool(getattr(self.policy, "paused", False))
+
 
 class LaneDevice(Protocol):
     """A device that runs decode steps, prefill pieces and chunked iterations on lanes (the GPU
@@ -232,6 +243,9 @@ class OverlapRunner(OverlapDevice):
 
     def mixed_tokens(self) -> int:
         return self.lanes.mixed_tokens()
+
+    def paused(self) -> bool:
+        return self.lanes.paused()
 
     def iteration(self, lane: Lane, plan: ChunkedPlan, bucket: int) -> Pending:
         pending = self.device.iteration(lane, plan, bucket)

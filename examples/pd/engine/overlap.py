@@ -37,6 +37,9 @@ class OverlapDevice(Protocol):
         """Prompt tokens the lane choice of this step wants run with its decode batch in one
         mixed pass on the lane (0: a decode step, prefill in pieces beside it)."""
 
+    def paused(self) -> bool:
+        """The lane choice of this step pauses decode: prefill alone on the lane until the next."""
+
     def iteration(self, lane: Any, plan: ChunkedPlan, bucket: int) -> Pending:
         """Launch one mixed pass of ``plan`` on ``lane``'s latency stream."""
 
@@ -84,6 +87,10 @@ class OverlapScheduler:
             unstarted = list(self.cursor.queue) + self.cursor.in_batch() + waiting
             prefill_tokens = self.cursor.tokens + sum(live.request.prompt for live in waiting)
             lane = self.device.decode_lane(bucket, self.books.state(batch, bucket, prefill_tokens, unstarted, now))
+            if self.device.paused():
+                self._poll(lane, now)
+                # Nothing of prefill left on the device: the prompts counted as waiting had finished; ask again.
+                return self.books.result(Wait.POLL if self.inflight or self.awaiting else Wait.NONE)
             plan = self._mixed_plan(batch, self.device.mixed_tokens(), now)
             if plan is not None:
                 pending = self.device.iteration(lane, plan, bucket)

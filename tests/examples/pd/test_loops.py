@@ -110,6 +110,9 @@ class SimDevice:
     def mixed_tokens(self) -> int:
         return 0
 
+    def paused(self) -> bool:
+        return False
+
     # ChunkedEngine
     def iteration(self, plan, bucket) -> Done:
         assert plan.tokens <= self.budget
@@ -312,3 +315,31 @@ def test_a_request_cut_off_while_decoding_adds_its_wait_to_the_gaps():
     tokens = log.requests[0].tokens
     assert len(log.gaps) == tokens  # tokens - 1 gaps, and the wait since the last one
     assert 0 <= log.gaps[-1] <= 5.5e-3
+
+
+class PausingDevice(SimDevice):
+    """Pauses decode while a prompt waits with less than ``slack_s`` of TTFT slack."""
+
+    slack_s = 0.45
+
+    def paused(self) -> bool:
+        _, state = self.states[-1]
+        return state.prefill_tokens > 0 and state.ttft_slack_s is not None and state.ttft_slack_s < self.slack_s
+
+
+def test_a_pause_launches_prefill_alone_and_the_decoding_request_takes_one_long_gap():
+    slo = Slo(ttft=0.5, tpot=0.01)
+    requests = [Request(0, 0.0, prompt=20, output=200), Request(1, 0.01, prompt=3000, output=2)]
+    device = PausingDevice(VirtualClock(), slots=4, decode_s=(4e-3, 0.0), prefill_s_per_token_layer=2e-5)
+    log = run_overlap(requests, device, PrefillCursor(256, LAYERS, 1), 2, settings(slots=4, slo=slo), device.clock)
+    check_complete(log, requests)
+    first = log.requests[1].first_token
+    pause_from = 0.01 + 0.5 - PausingDevice.slack_s
+    assert first > pause_from + 0.1  # the long prompt's prefill (240 ms) outlasts the slack
+    # Decode steps before the pause and after the long prompt's first token, none between.
+    assert not [s for s in log.steps if pause_from + 5e-3 < s.launched < first - 1e-3]
+    assert [s for s in log.steps if s.launched < pause_from] and [s for s in log.steps if s.launched > first]
+    # The request decoding through the pause takes one long gap; its pieces ran on while paused.
+    long_gaps = [g for g in log.gaps if g > slo.tpot]
+    assert len(long_gaps) == 1 and long_gaps[0] > first - pause_from - 5e-3
+    assert any(kind == "decode" for kind, _ in device.lanes_asked)

@@ -87,6 +87,18 @@ def test_the_p99_mode_runs_without_kv_pressure_or_mixed_steps_and_distserve_with
     assert p99.mode == "p99" and p99.kv_pressure is None and p99.mixed_step_us is None and p99.guard
     assert distserve.kv_pressure == tuple(s.policy_kv_pressure) and distserve.mixed_step_us is not None
     assert not distserve.guard and distserve.dwell_steps == p99.dwell_steps == s.policy_dwell
+    assert bench.policy("pd", "p99").stats()["pause"] is None  # no pause unless --policy-pause asks
+
+
+def test_policy_pause_pauses_the_p99_mode_only():
+    s = cli.parse(ARGS + ["--requests", "40", "--arrival-s", "3", "--policy-pause", "300,0.002"])
+    bench = SimBench(s, calibration_data.calibration(), layout_profile())
+    bench.coarse = [20.0, 40.0, 80.0]
+    p99, distserve = bench.policy("pd", "p99"), bench.policy("pd", "distserve")
+    assert distserve.stats()["pause"] is None
+    pause = p99._pause
+    assert pause is not None and pause.slack_us == 300_000 and pause.gap_share == 0.002
+    assert p99.stats()["pause"]["allowance"] == pytest.approx(0.002 * 10_000)
 
 
 def test_policy_guard_names_the_guarded_modes_and_older_files_resume_with_both_guarded(tmp_path):

@@ -98,6 +98,9 @@ class RecordingDevice:
     def mixed_tokens(self) -> int:
         return 0
 
+    def paused(self) -> bool:
+        return False
+
     def iteration(self, plan, bucket):
         self.log.append([self.clock.t, "iteration", [list(live.decode_row()) for live in plan.decode],
                          [[p.live.request.id, p.start, p.length, p.completes] for p in plan.parts], bucket])
