@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tests.test_pd_policy import FakeLayouts, make_profile, step_us
+from tests.test_pd_policy import TOTAL, FakeLayouts, make_profile, step_us
 from torch_green_contexts import _pd_choice, _pd_options
 from torch_green_contexts.pd_policy import PrefillDecodePolicy
 from torch_green_contexts.step_policy import StepPolicy
@@ -135,6 +135,22 @@ def test_p99_mode_spends_no_slack_and_distserve_mode_does():
     assert distserve.choose(BATCH, CONTEXT, **figures) == 0  # spends the slack on prefill
     assert p99.choose(BATCH, CONTEXT, **figures) == 64  # keeps every step within the budget
     assert p99.options.guard and not distserve.options.guard
+
+
+def test_p99_mode_without_waiting_prefill_leaves_every_sm_when_the_guard_says_it_breaks_the_budget():
+    """Prompts that arrive during a step run beside it: on the end layout they share decode's
+    SMs. The P99 mode keeps a step with nothing waiting on every SM while its guarded estimate
+    fits the budget (4.75 ms), and takes the fastest layout under the guard when it does not."""
+    whole = step_us(TOTAL, BATCH, CONTEXT)  # 1.3 ms
+    for slowdown, p99_choice in ((3, TOTAL), (4, 64)):  # 3.9 ms fits; 5.2 ms does not, 64 SMs take 2.6
+        p99, distserve = policy(mode="p99"), policy(mode="distserve", guard=True)
+        assert p99.choose(BATCH, CONTEXT) == distserve.choose(BATCH, CONTEXT) == TOTAL  # nothing seen
+        for p in (p99, distserve):
+            p.observe(TOTAL, BATCH, CONTEXT, slowdown * whole)  # a prompt arrived mid-step
+        assert p99.estimate(TOTAL, BATCH, CONTEXT) == pytest.approx(slowdown * whole)
+        assert p99.choose(BATCH, CONTEXT) == p99_choice
+        assert distserve.choose(BATCH, CONTEXT) == TOTAL  # the budget rule: decode takes the most SMs
+        assert p99.choose(0, 0) == p99.idle_key() == 0  # no decode work: prefill takes every SM
 
 
 def test_kv_pressure_puts_decode_first_when_full_and_prefill_first_when_empty():

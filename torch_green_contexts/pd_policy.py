@@ -64,7 +64,10 @@ class PrefillDecodePolicy:
 
     - ``mode``: ``"distserve"`` (the budget above: requests meet their mean TPOT, slack may be
       spent on prefill) or ``"p99"`` (every step within ``tpot_slo_us * (1 - headroom)``: no
-      slack is spent, and the guard is on).
+      slack is spent, and the guard is on). With the guard, a step with no prefill waiting
+      takes the layout with the most decode SMs only while its guarded estimate fits the budget,
+      else the layout of the smallest guarded estimate: a prompt arriving during the step runs
+      beside it, on decode's SMs where decode has every SM.
     - ``anchor``: a layout key, the best static split for the SLOs; the policy keeps it while its
       estimate fits the budget, takes the smallest layout with more decode SMs that fits when it
       does not, and one with fewer only while a waiting prompt is late (``ttft_slack_us <= 0``).
@@ -244,6 +247,11 @@ class PrefillDecodePolicy:
                 load_class: int) -> tuple[_layout_build.LayoutKey, int]:
         """The layout for these figures and the prompt tokens of a mixed step (0: none)."""
         o = self._options
+        if batch > 0 and prefill_tokens <= 0 and o.mode == "p99" and o.guard:
+            # Prompts arriving during the step run beside it: the end layout's decode has no SMs of its own.
+            estimates = _pd_choice.estimates(self._terms_all, batch, context_tokens, self._factors(load_class))
+            if estimates[self._most_decode] > self.budget_us():
+                return min(estimates, key=lambda k: (estimates[k], -self._sms[k])), 0
         if self._legacy or batch <= 0 or prefill_tokens <= 0:
             return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
