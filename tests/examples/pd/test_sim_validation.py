@@ -55,7 +55,10 @@ H100 = RESULTS / "2026-12-07-h100-pd-modes"
 
 def test_a_modes_runs_are_validated_with_the_anchor_the_planner_gives(tmp_path):
     """The H100's chat point, the P99 mode's runs of seed 1 alone: the modes' anchors are planned
-    at the GPU sweep's coarse rates, and the simulated goodput is the committed validation's."""
+    at the GPU sweep's coarse rates, and the simulated goodput is the committed validation's,
+    except under the P99 metric, where the P99 mode's rule for steps with nothing waiting
+    (every decode SM only while the guarded estimate fits) moved it from 9.51 to 12.48 req/s:
+    the GPU ran the mode before that rule."""
     gpu = json.loads((H100 / "chat-32-layers-results.json").read_text())
     gpu["runs"] = [r for r in gpu["runs"] if r["config"] == "p99 mode, fcfs" and r["seed"] == 1]
     committed = {(c["config"], c["metric"]): c for c in
@@ -68,4 +71,6 @@ def test_a_modes_runs_are_validated_with_the_anchor_the_planner_gives(tmp_path):
                                                                      ("p99 mode, fcfs", "p99")}
     for cell in result["cells"]:
         was = committed[(cell["config"], cell["metric"])]
-        assert cell["gpu"] == pytest.approx(was["gpu"]) and cell["sim"] == pytest.approx(was["sim"], rel=1e-6), cell
+        sim = 12.484046736439755 if cell["metric"] == "p99" else was["sim"]
+        assert cell["gpu"] == pytest.approx(was["gpu"]) and cell["sim"] == pytest.approx(sim, rel=1e-6), cell
+    assert committed["p99 mode, fcfs", "p99"]["sim"] == pytest.approx(9.513555277536403)
