@@ -153,6 +153,17 @@ def test_p99_mode_without_waiting_prefill_leaves_every_sm_when_the_guard_says_it
         assert p99.choose(0, 0) == p99.idle_key() == 0  # no decode work: prefill takes every SM
 
 
+def test_p99_mode_without_waiting_prefill_never_takes_the_layout_without_decode_sms():
+    """Layout 0 gives decode no SMs of its own: even when the guard makes its estimate the
+    smallest, a step with nothing waiting takes the fastest layout that has decode SMs."""
+    p = policy(mode="p99")
+    for key, slowdown in ((TOTAL, 5), (64, 3), ((16, 64), 2), (16, 1)):  # 6.5, 7.8, 8.2, 10.3 ms
+        p.observe(key, BATCH, CONTEXT, slowdown * p.estimate(key, BATCH, CONTEXT))
+    estimates = {k: p.estimate(k, BATCH, CONTEXT) for k in (0, 16, (16, 64), 64, TOTAL)}
+    assert min(estimates, key=estimates.get) == 0, estimates  # 5.2 ms: the smallest estimate
+    assert p.choose(BATCH, CONTEXT) == TOTAL
+
+
 def test_kv_pressure_puts_decode_first_when_full_and_prefill_first_when_empty():
     p = policy(anchor=(16, 64), kv_pressure=(0.8, 0.3))
     assert p.choose(BATCH, CONTEXT, prefill_tokens=4096, kv_used=0.9) == 64  # the fastest split
