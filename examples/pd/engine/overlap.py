@@ -57,6 +57,8 @@ class OverlapScheduler:
         self.joining: list[tuple[Live, Marker]] = []  # prefill finished, not yet in a decode step
         self.decoding: list[Live] = []
         self._step: tuple[Any, list[Live], int, float, Pending, ChunkedPlan | None] | None = None
+        self._events = 0  # arrivals admitted, pieces launched or finished, prefills seen finished
+        self._paused_on: tuple[Any, int] | None = None  # a pause's lane and the events when it was chosen
 
     def add(self, request: Request) -> None:
         """``request`` has arrived."""
@@ -75,6 +77,8 @@ class OverlapScheduler:
 
     def step(self, now: float) -> StepResult:
         if self._step is None:
+            if self._pause_holds(now):
+                return self.books.result(Wait.POLL)
             batch = self.decoding + [live for live, _ in self.joining]
             if not batch:
                 self._poll(self.device.idle_lane(), now)
@@ -89,8 +93,11 @@ class OverlapScheduler:
             lane = self.device.decode_lane(bucket, self.books.state(batch, bucket, prefill_tokens, unstarted, now))
             if self.device.paused():
                 self._poll(lane, now)
+                if self.inflight or self.awaiting:
+                    self._paused_on = (lane, self._events)
+                    return self.books.result(Wait.POLL)
                 # Nothing of prefill left on the device: the prompts counted as waiting had finished; ask again.
-                return self.books.result(Wait.POLL if self.inflight or self.awaiting else Wait.NONE)
+                return self.books.result(Wait.NONE)
             plan = self._mixed_plan(batch, self.device.mixed_tokens(), now)
             if plan is not None:
                 pending = self.device.iteration(lane, plan, bucket)
@@ -115,6 +122,17 @@ class OverlapScheduler:
         key = lane.key if plan is None else f"{lane.key} mixed"
         return self.books.result(Wait.NONE, DecodeStep(launched, now, len(batch), bucket, key))
 
+    def _pause_holds(self, now: float) -> bool:
+        """A pause goes on, unasked, until a request arrives or a prefill piece starts or ends."""
+        if self._paused_on is None:
+            return False
+        lane, seen = self._paused_on
+        self._poll(lane, now)
+        if self._events == seen:
+            return True
+        self._paused_on = None
+        return False
+
     def _mixed_plan(self, batch: list[Live], tokens: int, now: float) -> ChunkedPlan | None:
         """The mixed pass the lane choice asked for: the decode batch and up to ``tokens`` queued
         prompt tokens, when no prefill batch is part way through its pieces (None otherwise)."""
@@ -127,20 +145,25 @@ class OverlapScheduler:
         and top the prefill queue up to ``depth`` pieces."""
         for live in self.books.admit(now):
             self.cursor.add(live)
+            self._events += 1
         still = []
         for live, marker in self.awaiting:
             if not marker.ready():
                 still.append((live, marker))
                 continue
             self.books.first_token(live, now)
+            self._events += 1
             if live.finish is None:
                 self.joining.append((live, marker))
         self.awaiting[:] = still
-        self.inflight[:] = [p for p in self.inflight if not p.done()]
+        running = [p for p in self.inflight if not p.done()]
+        self._events += len(self.inflight) - len(running)
+        self.inflight[:] = running
         while len(self.inflight) < self.depth:
             piece = self.cursor.next_piece(now)
             if piece is None:
                 break
+            self._events += 1
             self.inflight.append(self.device.prefill(lane, piece))
             if piece.ends:
                 for part in piece.batch.parts:

@@ -343,3 +343,7 @@ def test_a_pause_launches_prefill_alone_and_the_decoding_request_takes_one_long_
     long_gaps = [g for g in log.gaps if g > slo.tpot]
     assert len(long_gaps) == 1 and long_gaps[0] > first - pause_from - 5e-3
     assert any(kind == "decode" for kind, _ in device.lanes_asked)
+    # While paused, the lane choice is asked again only once a piece starts or ends or a request
+    # arrives, not at every poll (0.1 ms; 1,800 polls in the pause).
+    asked_in_pause = [t for t, _ in device.states if pause_from + 5e-3 < t < first - 1e-3]
+    assert 0 < len(asked_in_pause) <= len(device.pieces)
