@@ -1,7 +1,8 @@
 """The rules :class:`~torch_green_contexts.pd_policy.PrefillDecodePolicy` picks a layout by,
 over the layouts' estimates for the step at hand. Plain Python.
 
-- Without decode work prefill gets the most SMs; without waiting prefill decode does.
+- Without decode work prefill gets the most SMs; without waiting prefill decode does (under the
+  guard, only while that layout's estimate fits the budget; else the fastest with decode SMs).
 - The budget rule: among the layouts whose estimate fits the step budget, the one giving prefill
   the most SMs; when none fits, the fastest.
 - With an anchor (the best static split for the SLOs): the anchor while its estimate fits; a
@@ -76,6 +77,16 @@ def choose(keys_by_prefill: Sequence[K], sms: dict[K, int], estimates: dict[K, f
     if held and estimates[current] <= budget:
         return current
     return target
+
+
+def decode_alone(estimates: dict[K, float], sms: dict[K, int], most_decode: K, budget: float) -> K:
+    """The layout for a decode step with no prefill waiting, from guarded estimates: the one with
+    the most decode SMs while its estimate fits ``budget``, else the fastest that gives decode SMs
+    of its own (then the most of them). A prompt arriving during the step runs beside it, on
+    decode's SMs where decode has every SM."""
+    if estimates[most_decode] <= budget:
+        return most_decode
+    return min((k for k in estimates if sms[k] > 0), key=lambda k: (estimates[k], -sms[k]))
 
 
 def mixed_fits(mixed_us: float, budget: float) -> bool:

@@ -250,9 +250,7 @@ class PrefillDecodePolicy:
         if batch > 0 and prefill_tokens <= 0 and o.mode == "p99" and o.guard:
             # Prompts arriving during the step run beside it: the end layout's decode has no SMs of its own.
             estimates = _pd_choice.estimates(self._terms_all, batch, context_tokens, self._factors(load_class))
-            if estimates[self._most_decode] > self.budget_us():
-                with_decode_sms = (k for k in estimates if self._sms[k] > 0)
-                return min(with_decode_sms, key=lambda k: (estimates[k], -self._sms[k])), 0
+            return _pd_choice.decode_alone(estimates, self._sms, self._most_decode, self.budget_us()), 0
         if self._legacy or batch <= 0 or prefill_tokens <= 0:
             return self._choose(batch, context_tokens, prefill_tokens, tpot_slack_us, ttft_slack_us), 0
         budget = self.budget_us(tpot_slack_us, ttft_slack_us)
